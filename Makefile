@@ -1,0 +1,91 @@
+# ntp-companion: `make book` and `make test` are all a fresh clone needs.
+#
+#   make book [PROFILE=paper|quick] [JOBS=2]   venv + installs, every notebook, strict book build
+#   make test                                  unit/theory tests, registry checks, nbval
+#   make notebooks | check-book | browser-test | bench | lint | dev | clean | distclean
+#
+# Note: MPLBACKEND is deliberately not exported (it would leak into the kernels and
+# remove the inline figures from the executed-notebook pages).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON_SYS ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PROFILE ?= paper
+JOBS ?= 2
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.installed
+TEST_OUT := _build/test
+export PYTHONHASHSEED := 0
+export OMP_NUM_THREADS := 1
+
+.PHONY: help install book notebooks html test unit nbval check-book browser-test bench lint \
+        dev clean distclean
+
+help:
+	@sed -n '2,8p' Makefile
+
+install: $(STAMP)
+
+# torch first, from the machine's CPU wheel, so that no resolver ever pulls CUDA wheels.
+$(STAMP): pyproject.toml requirements/constraints.txt
+	test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -c requirements/constraints.txt -e ".[book,test]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ntp-companion)" >/dev/null
+	touch $@
+
+notebooks: $(STAMP)
+	mkdir -p _build
+	$(PY) -m ntpcore.reproduce --profile $(PROFILE) --jobs $(JOBS)
+
+html: $(STAMP)
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	@echo "The book is at $(CURDIR)/_build/html/index.html"
+
+book: notebooks html
+
+# Tests: pytest (unit, theory, oracle, registry lint), then every registered notebook in the
+# quick profile into _build/test (so the book's own figures are untouched), then nbval on
+# those executed copies, comparing the cells tagged nbval-check-output.
+test: unit nbval
+
+unit: $(STAMP)
+	$(PY) -m pytest -m "not slow and not paper" -q
+
+nbval: $(STAMP)
+	mkdir -p $(TEST_OUT)
+	NTP_FIGURE_DIR=$(TEST_OUT)/figures NTP_EXECUTED_DIR=$(TEST_OUT)/executed \
+	  $(PY) -m ntpcore.reproduce --profile quick --jobs $(JOBS)
+	NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
+	  --nbval-lax --nbval-current-env -q $(TEST_OUT)/executed
+
+# Strict nbval: every text output of the book's executed notebooks must reproduce.
+check-book: $(STAMP)
+	NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
+	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -q book/executed
+
+browser-test:
+	test -d node_modules/playwright-core || npm ci --no-audit --no-fund
+	node tests/browser/check_book.mjs _build/html
+
+bench: $(STAMP)
+	$(PY) -m ntpcore.bench
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check ntpcore tests book/_ext
+	$(VENV)/bin/ruff format --check ntpcore tests book/_ext
+
+# Developer set-up: strip notebook outputs on commit (keeping tags and papermill metadata out).
+dev: $(STAMP)
+	$(VENV)/bin/nbstripout --install --attributes .gitattributes
+	git config filter.nbstripout.extrakeys \
+	  "metadata.papermill cell.metadata.papermill cell.metadata.execution metadata.widgets"
+
+clean:
+	rm -rf _build book/executed book/figures
+
+distclean: clean
+	rm -rf $(VENV) node_modules results *.egg-info

@@ -1,0 +1,1 @@
+"""Cached experiment functions called by the notebooks, one module per paper."""

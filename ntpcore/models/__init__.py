@@ -1,0 +1,1 @@
+"""Torch models (kept import-light: import the submodule you need)."""

@@ -1,0 +1,68 @@
+"""Shared plotting helpers: one style, paper-sized figures, log-spaced steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+STYLE = Path(__file__).with_name("ntp.mplstyle")
+
+#: Okabe-Ito colour-blind-safe palette (same order as the style's colour cycle).
+COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+
+#: Figure widths in inches: a paper column and a full text width.
+WIDTHS = {"column": 3.4, "full": 7.0}
+
+
+def use_style() -> None:
+    """Activate the project's matplotlib style (call once per notebook)."""
+    plt.style.use(STYLE)
+
+
+def new_figure(
+    nrows: int = 1,
+    ncols: int = 1,
+    width: Literal["column", "full"] | float = "full",
+    aspect: float = 0.6,
+    **subplots_kw,
+) -> tuple[Figure, np.ndarray | plt.Axes]:
+    """Create a figure of paper width; ``aspect`` is height / width of the whole figure."""
+    w = WIDTHS[width] if isinstance(width, str) else float(width)
+    subplots_kw.setdefault("layout", "constrained")
+    fig, axes = plt.subplots(nrows, ncols, figsize=(w, w * aspect), **subplots_kw)
+    return fig, axes
+
+
+def log_steps(T: int, n: int = 60) -> np.ndarray:
+    """Unique, sorted, roughly log-spaced integers in [0, T], including 0 and T."""
+    if T < 0:
+        raise ValueError(f"T must be >= 0, got {T}")
+    if T == 0:
+        return np.array([0])
+    pts = np.unique(np.round(np.logspace(0, np.log10(T), n)).astype(int))
+    return np.unique(np.concatenate([[0], pts, [T]]))
+
+
+def stamp_quick(fig: Figure) -> None:
+    """Write a visible 'QUICK PROFILE' stamp on a figure made with the CI profile."""
+    fig.text(
+        0.995,
+        1.0,
+        "QUICK PROFILE - reduced settings, not the paper figure",
+        ha="right",
+        va="bottom",
+        fontsize=7,
+        color="#B00000",
+        alpha=0.85,
+        bbox={
+            "facecolor": "white",
+            "edgecolor": "#B00000",
+            "boxstyle": "round,pad=0.2",
+            "alpha": 0.85,
+        },
+        zorder=100,
+    )

@@ -1,0 +1,5 @@
+"""Shared pytest set-up: a non-interactive matplotlib backend for the test process only."""
+
+import matplotlib
+
+matplotlib.use("Agg")

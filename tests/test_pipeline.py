@@ -1,0 +1,322 @@
+"""The reproducible-book pipeline: registry lint, parameter validation, runner, cache,
+provenance, and the environment files kept in step."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import yaml
+from matplotlib import pyplot as plt
+
+from ntpcore import cache, paths, provenance, registry, reproduce
+from ntpcore._io import write_text_atomic
+from ntpcore.errors import ParameterError
+
+ROOT = paths.ROOT
+REG = registry.load_registry()
+
+
+# ----------------------------------------------------------------------------- registry lint
+
+
+def test_registry_entries_point_at_notebooks_with_matching_fig_id():
+    assert REG, "figures.yml is empty"
+    defaults: dict[str, set[str]] = {}
+    for fig_id, entry in REG.items():
+        assert entry.notebook_path.exists(), f"{fig_id}: {entry.notebook} is missing"
+        specs = registry.parse_parameters(entry.notebook_path)
+        assert {"fig_id", "profile"} <= set(specs), f"{entry.notebook} lacks fig_id/profile"
+        defaults.setdefault(entry.notebook, set()).add(fig_id)
+        # every override of the registry fits the notebook's parameters cell
+        registry.validate_overrides(specs, entry.params, "params", fig_id)
+        registry.validate_overrides(specs, entry.quick, "quick", fig_id)
+    for nb, ids in defaults.items():
+        default_id = registry.parse_parameters(ROOT / nb)["fig_id"].default
+        assert default_id in ids, f"{nb}: default fig_id {default_id!r} is not one of {ids}"
+
+
+def test_every_notebook_is_registered():
+    registered = {Path(e.notebook).name for e in REG.values()}
+    on_disk = {p.name for p in paths.NOTEBOOK_DIR.glob("*.ipynb")}
+    assert on_disk - registered == set(), f"notebooks not in figures.yml: {on_disk - registered}"
+
+
+def test_notebooks_are_committed_clean_and_follow_the_template():
+    for nb_path in sorted(paths.NOTEBOOK_DIR.glob("*.ipynb")):
+        nb = nbformat.read(nb_path, as_version=4)
+        assert nb.metadata.get("kernelspec", {}).get("name") == "python3", nb_path.name
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert not cell.outputs, f"{nb_path.name}: committed with outputs"
+                assert cell.execution_count is None, f"{nb_path.name}: execution counts"
+        tags = [t for c in nb.cells for t in c.get("metadata", {}).get("tags", [])]
+        assert "nbval-check-output" in tags, f"{nb_path.name}: no invariant cell to check"
+        assert nb_path.stem.split("_")[0] in registry.PAPERS, nb_path.name
+        src = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert "os.environ" not in src and "MPLBACKEND" not in src, nb_path.name
+        assert "provenance.savefig" in src, f"{nb_path.name}: never calls provenance.savefig"
+
+
+def test_every_figure_the_book_includes_is_registered():
+    pages = list((ROOT / "book").rglob("*.md"))
+    used = set()
+    for page in pages:
+        text = page.read_text()
+        used |= set(re.findall(r"```\{ntpfigure\}\s+([\w-]+)", text))
+        for path in re.findall(r"figures/([\w-]+)\.png", text):
+            used.add(path)
+    assert used, "the book includes no figure"
+    assert used - set(REG) == set(), (
+        f"figures in the book but not in figures.yml: {used - set(REG)}"
+    )
+
+
+def test_registry_rejects_bad_entries(tmp_path):
+    bad = tmp_path / "figures.yml"
+    bad.write_text(
+        "lin-x:\n  paper: geo\n  paper_label: a\n  title: t\n  notebook: n\n  claim: c\n"
+    )
+    with pytest.raises(registry.RegistryError, match="does not match"):
+        registry.load_registry(bad)
+    bad.write_text("Not_An_Id:\n  paper: lin\n")
+    with pytest.raises(registry.RegistryError, match="kebab-case"):
+        registry.load_registry(bad)
+    bad.write_text("lin-x:\n  paper: lin\n")
+    with pytest.raises(registry.RegistryError, match="missing keys"):
+        registry.load_registry(bad)
+
+
+# ----------------------------------------------------------------------------- parameters
+
+
+def _write_notebook(path: Path, params_src: str, body: str = "") -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    cell = nbformat.v4.new_code_cell(params_src)
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell, nbformat.v4.new_code_cell(body)]
+    nbformat.write(nb, path)
+    return path
+
+
+PARAMS = """\
+fig_id = "lin-test"  # key
+profile = "paper"  # [paper|quick] profile
+step_size = 0.5  # [>0] eta
+n_steps = 100  # [1,inf] steps
+frac = 0.2  # [0,1] a fraction
+flag = False  # a flag
+seeds = [0, 1]  # [0,inf] seeds
+"""
+
+
+@pytest.fixture()
+def specs(tmp_path):
+    return registry.parse_parameters(_write_notebook(tmp_path / "lin_test.ipynb", PARAMS))
+
+
+def test_parameters_cell_is_parsed_with_types_help_and_constraints(specs):
+    assert specs["step_size"].default == 0.5 and specs["step_size"].constraint == ">0"
+    assert specs["step_size"].help == "eta"
+    assert specs["profile"].constraint == "paper|quick"
+    assert specs["flag"].constraint is None and specs["flag"].type_name == "bool"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"no_such_parameter": 1}, "unknown parameter 'no_such_parameter'"),
+        ({"step_size": -0.1}, "'step_size'.*must be > 0"),
+        ({"step_size": "fast"}, "'step_size'.*expected float"),
+        ({"n_steps": 1.5}, "'n_steps'.*expected int"),
+        ({"n_steps": True}, "'n_steps'.*expected int"),
+        ({"frac": 1.5}, r"'frac'.*\[0, 1\]"),
+        ({"profile": "fast"}, "'profile'.*one of"),
+        ({"flag": 1}, "'flag'.*expected bool"),
+        ({"seeds": [0, -1]}, r"'seeds'.*\[0, inf\]"),
+        ({"step_size": float("nan")}, "'step_size'.*finite"),
+    ],
+)
+def test_bad_overrides_name_the_parameter(specs, overrides, message):
+    with pytest.raises(ParameterError, match=message):
+        registry.validate_overrides(specs, overrides, "--set", "lin-test")
+
+
+def test_comments_with_equals_signs_are_rejected(tmp_path):
+    nb = _write_notebook(tmp_path / "lin_eq.ipynb", "fig_id = 'lin-eq'  # id\nn = 1  # [>=1] n\n")
+    with pytest.raises(registry.RegistryError, match=r"\[1,inf\]"):
+        registry.parse_parameters(nb)
+
+
+def test_good_overrides_pass(specs):
+    registry.validate_overrides(
+        specs,
+        {"step_size": 1, "n_steps": 3, "frac": 1.0, "profile": "quick", "seeds": [2]},
+        "--set",
+        "lin-test",
+    )
+
+
+def test_set_values_are_read_as_typed_yaml():
+    got = reproduce.parse_set(["a=1", "b=0.5", "c=1e-3", "d=true", "e=abc", "f=[1, 2]"])
+    assert got == {"a": 1, "b": 0.5, "c": 1e-3, "d": True, "e": "abc", "f": [1, 2]}
+    assert isinstance(got["a"], int) and isinstance(got["c"], float)
+    with pytest.raises(ParameterError, match="KEY=VALUE"):
+        reproduce.parse_set(["novalue"])
+
+
+def test_runner_rejects_bad_overrides_before_any_kernel_starts(monkeypatch, capsys):
+    started = []
+    monkeypatch.setattr(reproduce, "execute", lambda jobs, n: started.append(jobs) or [])
+    fig_id = next(iter(REG))
+    for bad in ("no_such_parameter=1", "profile=fast"):
+        rc = reproduce.main(["--only", fig_id, "--profile", "quick", "--set", bad])
+        assert rc == 2
+        assert bad.split("=")[0] in capsys.readouterr().err
+    assert reproduce.main(["--only", "lin-does-not-exist"]) == 2
+    assert started == [], "a kernel was started despite invalid input"
+
+
+# ----------------------------------------------------------------------------- runner
+
+
+def test_failing_notebook_leaves_no_figure_and_names_the_cell(tmp_path, monkeypatch):
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "figures"))
+    monkeypatch.setenv("NTP_EXECUTED_DIR", str(tmp_path / "executed"))
+    body = (
+        "from matplotlib import pyplot as plt\nfrom ntpcore import provenance\n"
+        "fig = plt.figure(); provenance.savefig(fig, fig_id, {}, profile=profile)\n"
+        "raise RuntimeError('boom after saving')\n"
+    )
+    nb = _write_notebook(tmp_path / "lin_fail.ipynb", PARAMS.replace("lin-test", "lin-fail"), body)
+    entry = registry.FigureEntry("lin-fail", "lin", "-", "t", str(nb), "c")
+    outcome = reproduce.run_job(
+        reproduce.Job(entry, "quick", {"fig_id": "lin-fail", "profile": "quick"}), progress=False
+    )
+    assert not outcome.ok
+    assert (
+        "cell 2 of the executed copy" in outcome.message
+        and "RuntimeError: boom after saving" in outcome.message
+    )
+    assert not (tmp_path / "figures").exists() or not any((tmp_path / "figures").iterdir())
+    assert not (tmp_path / "executed" / "lin-fail.ipynb").exists()
+
+
+# ----------------------------------------------------------------------------- cache
+
+
+@dataclasses.dataclass(frozen=True)
+class _Cfg:
+    n: int
+    scale: float = 1.0
+    name: str = "x"
+
+
+CALLS: list[int] = []
+
+
+@cache.cached
+def _compute(cfg: _Cfg) -> dict:
+    CALLS.append(cfg.n)
+    return {"x": np.arange(cfg.n) * cfg.scale, "total": float(cfg.n * cfg.scale), "tag": cfg.name}
+
+
+def test_cache_hits_return_the_same_result_and_keys_depend_on_inputs(tmp_path, monkeypatch):
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path))
+    CALLS.clear()
+    first = _compute(_Cfg(4))
+    second = _compute(_Cfg(4))
+    assert CALLS == [4]
+    assert first.keys() == second.keys() and first["total"] == second["total"] == 4.0
+    np.testing.assert_array_equal(first["x"], second["x"])
+    _compute(_Cfg(4, scale=2.0))
+    assert CALLS == [4, 4], "a different config must miss the cache"
+    assert cache.cache_key("q", _Cfg(4)) != cache.cache_key("q", _Cfg(4, name="y"))
+    assert cache.cache_key("q", _Cfg(4)) != cache.cache_key("other", _Cfg(4))
+    with pytest.raises(TypeError, match="dataclass"):
+        _compute({"n": 4})
+
+
+def test_interrupted_write_leaves_no_file(tmp_path):
+    target = tmp_path / "out.json"
+
+    def boom(fh):
+        fh.write(b"partial")
+        raise KeyboardInterrupt
+
+    from ntpcore._io import write_atomic
+
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(target, boom)
+    assert list(tmp_path.iterdir()) == []
+    write_text_atomic(target, "ok")
+    assert target.read_text() == "ok"
+
+
+# ----------------------------------------------------------------------------- provenance
+
+
+def test_savefig_is_byte_stable_and_records_provenance(tmp_path, monkeypatch):
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path))
+    digests = []
+    for _ in range(2):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [1, 0])
+        side = provenance.savefig(
+            fig, "lin-probe", {"a": 1}, profile="quick", metrics={"m": np.float64(0.25)}, seeds=[0]
+        )
+        plt.close(fig)
+        digests.append(
+            tuple(
+                hashlib.sha256((tmp_path / f"lin-probe.{s}").read_bytes()).hexdigest()
+                for s in ("png", "pdf")
+            )
+        )
+    assert digests[0] == digests[1]
+    on_disk = json.loads((tmp_path / "lin-probe.json").read_text())
+    assert on_disk["metrics"] == {"m": 0.25} and on_disk["profile"] == "quick"
+    assert on_disk["versions"]["numpy"] == np.__version__
+    assert {"commit", "dirty"} <= set(on_disk["git"]) and side["params"] == {"a": 1}
+    with pytest.raises(ValueError, match="profile"):
+        provenance.savefig(plt.figure(), "lin-probe", profile="fast")
+
+
+# ----------------------------------------------------------------------------- environment
+
+
+def test_environment_yml_constraints_and_pyproject_agree():
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    constraints = (ROOT / "requirements" / "constraints.txt").read_text().splitlines()
+    pins = dict(line.split("==", 1) for line in constraints if "==" in line)
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    conda_python = next(
+        d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python=")
+    )
+    assert pyproject["project"]["requires-python"] == f"=={conda_python.split('=')[1]}.*"
+    torch_dep = next(d for d in pyproject["project"]["dependencies"] if d.startswith("torch"))
+    assert torch_dep in pip_section, "environment.yml must pin torch like pyproject.toml"
+    assert pins["torch"].split("+")[0] == torch_dep.split("==")[1]
+    extras = set(pyproject["project"]["optional-dependencies"])
+    assert "-e .[book,test]" in pip_section and {"book", "test"} <= extras
+    assert "-c requirements/constraints.txt" in pip_section
+    assert pip_section.index(torch_dep) < pip_section.index("-e .[book,test]")
+    book_pin = next(
+        d
+        for d in pyproject["project"]["optional-dependencies"]["book"]
+        if d.startswith("jupyter-book")
+    )
+    assert pins["jupyter-book"] == book_pin.split("==")[1]
+    assert pins["jupyter-book"].startswith("1."), "the book needs Jupyter Book 1.x"

@@ -131,6 +131,7 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
 
     fig_id = job.entry.fig_id
     fig_dir = paths.figure_dir()  # resolved before NTP_FIGURE_DIR points at the staging folder
+    (paths.ROOT / "_build").mkdir(exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f"ntp-{fig_id}-", dir=paths.ROOT / "_build"))
     fig_stage = staging / "figures"
     fig_stage.mkdir()
@@ -231,7 +232,6 @@ def _run_in_worker(job: Job) -> Outcome:
 
 def execute(jobs: list[Job], n_jobs: int = 1) -> list[Outcome]:
     """Run jobs (serially, or in ``n_jobs`` worker processes) with an overall progress bar."""
-    (paths.ROOT / "_build").mkdir(exist_ok=True)
     outcomes: list[Outcome] = []
     bar = tqdm(total=len(jobs), desc="figures", unit="fig", position=0)
     if n_jobs <= 1:

@@ -158,7 +158,7 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
                 f"provenance.savefig(fig, fig_id, ...) with the fig_id parameter"
             )
         _finish_sidecar(sidecar_path, job, wall)
-        _tag_injected_cell(executed)
+        _finish_notebook(executed)
         _publish(executed, fig_stage, fig_dir, fig_id)
         return Outcome(fig_id, True, wall)
     except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
@@ -199,12 +199,25 @@ def _finish_sidecar(path: Path, job: Job, wall: float) -> None:
     path.write_text(json.dumps(sidecar, indent=2, sort_keys=True))
 
 
-def _tag_injected_cell(nb_path: Path) -> None:
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def _finish_notebook(nb_path: Path) -> None:
+    """Prepare an executed notebook for the static book.
+
+    Copies the display tags onto papermill's injected cell, and drops live-widget outputs
+    (tqdm progress bars, ipywidgets): without a kernel they cannot render, and the book
+    would try to fetch the widget manager from a CDN.  Notebooks show a static figure of
+    anything a widget displays.
+    """
     nb = nbformat.read(nb_path, as_version=4)
     for cell in nb.cells:
         tags = cell.get("metadata", {}).get("tags", [])
         if "injected-parameters" in tags:
             cell.metadata["tags"] = list(dict.fromkeys([*tags, *INJECTED_TAGS]))
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if WIDGET_MIME not in o.get("data", {})]
+    nb.metadata.pop("widgets", None)
     nbformat.write(nb, nb_path)
 
 

@@ -320,3 +320,24 @@ def test_environment_yml_constraints_and_pyproject_agree():
     )
     assert pins["jupyter-book"] == book_pin.split("==")[1]
     assert pins["jupyter-book"].startswith("1."), "the book needs Jupyter Book 1.x"
+
+
+def test_executed_notebooks_are_prepared_for_the_static_book(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    injected = nbformat.v4.new_code_cell("fig_id = 'lin-x'")
+    injected.metadata["tags"] = ["injected-parameters"]
+    widget = nbformat.v4.new_code_cell("for _ in tqdm(range(3)): pass")
+    widget.outputs = [
+        nbformat.v4.new_output("display_data", data={
+            reproduce.WIDGET_MIME: {"model_id": "abc"}, "text/plain": "HBox()"}),
+        nbformat.v4.new_output("stream", name="stdout", text="done\n"),
+    ]
+    nb.cells = [injected, widget]
+    nb.metadata["widgets"] = {"state": {}}
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nb, path)
+    reproduce._finish_notebook(path)
+    out = nbformat.read(path, as_version=4)
+    assert "hide-input" in out.cells[0].metadata["tags"]
+    assert [o.output_type for o in out.cells[1].outputs] == ["stream"]
+    assert "widgets" not in out.metadata

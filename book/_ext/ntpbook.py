@@ -10,6 +10,10 @@ Directives (MyST pages only):
     An id missing from the registry, or a figure not generated yet, is a build warning
     (an error under ``-W``).
 
+``{ntp-performance}``
+    The tables and plot of the *Performance* page, from ``results/bench/bench.json``
+    (written by ``make bench``); a note when no benchmark has been run.
+
 ``{ntp-reproducibility}``
     The table of the *Reproducing this book* page, built from the registry and the
     provenance sidecars: id, paper label, notebook, profile, commit, runtime, key metric.
@@ -137,7 +141,123 @@ class NTPReproducibility(_MystDirective):
         return self._parse("\n".join(lines))
 
 
+def _fmt_s(entry: dict | None) -> str:
+    if not entry:
+        return "-"
+    med = entry.get("median")
+    if med is None:
+        return str(entry.get("status", "failed"))
+    spread = f" [{entry['min']:.3g}, {entry['max']:.3g}]" if entry.get("repeats", 1) > 1 else ""
+    return f"{med:.3g} s{spread}"
+
+
+def _fmt_num(x: object, fmt: str = ".1e") -> str:
+    return format(x, fmt) if isinstance(x, int | float) else "-"
+
+
+def _list_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = [":::{list-table}", ":header-rows: 1", ""]
+    for row in [header, *rows]:
+        lines.append(f"* - {row[0]}")
+        lines.extend(f"  - {cell}" for cell in row[1:])
+    return [*lines, ":::", ""]
+
+
+BENCH_JSON = paths.RESULTS_DIR / "bench" / "bench.json"
+SOLVER_PLOT = paths.RESULTS_DIR / "bench" / "solvers.png"
+
+
+class NTPPerformance(_MystDirective):
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        if not BENCH_JSON.exists():
+            return self._parse(
+                ":::{note}\nNo benchmark results in this build. Run `make bench`, then "
+                "`make html`, to fill this page.\n:::\n"
+            )
+        self.env.note_dependency(str(BENCH_JSON))
+        data = json.loads(BENCH_JSON.read_text())
+        git = data.get("git") or {}
+        out = [
+            f"Measured on `{data['machine']['platform']}` with {data['machine']['cpus']} "
+            f"CPU(s), commit `{(git.get('commit') or '-')[:10]}`"
+            f"{' (dirty)' if git.get('dirty') else ''}, started {data.get('started', '?')}"
+            f"{', **quick mode**' if data.get('quick') else ''}. "
+            "Times are medians over repeated runs, [min, max] in brackets.",
+            "",
+        ]
+        solvers = data.get("solvers") or []
+        if solvers:
+            out += ["### Max-margin solvers against cvxpy", ""]
+            if SOLVER_PLOT.exists():
+                out += [f"```{{image}} /results/bench/solvers.png\n:alt: solver times\n"
+                        ":width: 100%\n```", ""]
+            for problem in dict.fromkeys(r["problem"] for r in solvers):
+                rows = [r for r in solvers if r["problem"] == problem]
+                out += [f"**{rows[0]['title']}**", ""]
+                table = []
+                for r in rows:
+                    sp = r["specialised"]
+                    dims = ", ".join(f"{k}={v}" for k, v in r["dims"].items())
+                    table.append([
+                        f"{dims}<br>{r['label']}" if r["label"] else dims,
+                        f"{r['n_vars']:,}",
+                        _fmt_s(sp),
+                        _fmt_s(r.get("CLARABEL")),
+                        _fmt_s(r.get("SCS")),
+                        " / ".join(f"{r[k]['speedup']:.1f}x" if r.get(k, {}).get("speedup")
+                                   else "-" for k in ("CLARABEL", "SCS")),
+                        _fmt_num(sp.get("rel_gap")),
+                        f"{_fmt_num(sp.get('violation'))} / "
+                        + " / ".join(_fmt_num(r.get(k, {}).get("violation"))
+                                     for k in ("CLARABEL", "SCS")),
+                    ])
+                out += _list_table(
+                    ["instance", "variables", "specialised", "cvxpy + Clarabel",
+                     "cvxpy + SCS", "speed-up (Clarabel / SCS)",
+                     "objective gap (vs reference)", "worst violation (ours / Cl. / SCS)"],
+                    table)
+        trainers = data.get("trainers") or []
+        if trainers:
+            out += ["### Trainers", ""]
+            out += _list_table(
+                ["setting", "implementation", "steps / s", "ratio to baseline"],
+                [[r["group"], r["name"] + (" (baseline)" if r.get("baseline") else ""),
+                  f"{r['steps_per_s']:.4g}",
+                  f"{r['ratio_to_baseline']:.1f}x" if "ratio_to_baseline" in r else "-"]
+                 for r in trainers])
+        exps = data.get("experiments") or {}
+        if exps:
+            out += ["### Attention experiments (PERFORMANCE.md protocols)", ""]
+            rows = []
+            for name, r in exps.items():
+                items = r.items() if "median" not in r else [("", r)]
+                for sub, rr in items:
+                    speed = rr.get("speedup_vs_authors") or rr.get("speedup_vs_authors_per_loss")
+                    rows.append([f"{name} {sub}".strip(), _fmt_s(rr),
+                                 f"{speed:.1f}x" if speed else "-"])
+            out += _list_table(["experiment", "time", "speed-up vs the authors' time"], rows)
+        pipeline = data.get("pipeline") or []
+        if pipeline:
+            out += ["### Figures: wall time per notebook", ""]
+            for profile in ("quick", "paper"):
+                rows = sorted((r for r in pipeline if r["profile"] == profile),
+                              key=lambda r: -r["wall_time_s"])
+                if not rows:
+                    continue
+                total = sum(r["wall_time_s"] for r in rows)
+                out += [f"**{profile} profile**: {len(rows)} figures, {total:.0f} s in total "
+                        "(notebook wall time, including kernel start-up).", ""]
+                out += _list_table(["figure", "wall time", "of which compute"],
+                                   [[f"`{r['fig_id']}`", f"{r['wall_time_s']:.1f} s",
+                                     _fmt_num(r.get("compute_s"), ".1f") + " s"]
+                                    for r in rows])
+        return self._parse("\n".join(out))
+
+
 def setup(app):
+    app.add_directive("ntp-performance", NTPPerformance)
     app.add_directive("ntpfigure", NTPFigure)
     app.add_directive("ntp-reproducibility", NTPReproducibility)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -23,8 +23,9 @@ RESULTS_DIR = ROOT / "results"
 
 
 def _env_dir(var: str, default: Path) -> Path:
+    """``$var`` if set (a relative path is taken from the repository root), else default."""
     value = os.environ.get(var)
-    return Path(value).resolve() if value else default
+    return (ROOT / value).resolve() if value else default
 
 
 def figure_dir() -> Path:

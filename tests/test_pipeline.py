@@ -341,3 +341,11 @@ def test_executed_notebooks_are_prepared_for_the_static_book(tmp_path):
     assert "hide-input" in out.cells[0].metadata["tags"]
     assert [o.output_type for o in out.cells[1].outputs] == ["stream"]
     assert "widgets" not in out.metadata
+
+
+def test_relative_environment_overrides_resolve_from_the_repository_root(monkeypatch):
+    monkeypatch.chdir(paths.NOTEBOOK_DIR)  # where papermill kernels run
+    monkeypatch.setenv("NTP_FIGURE_DIR", "_build/test/figures")
+    monkeypatch.setenv("NTP_CACHE_DIR", "/tmp/ntp-cache")
+    assert paths.figure_dir() == ROOT / "_build" / "test" / "figures"
+    assert paths.cache_dir() == Path("/tmp/ntp-cache")

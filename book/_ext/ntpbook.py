@@ -191,8 +191,11 @@ class NTPPerformance(_MystDirective):
         if solvers:
             out += ["### Max-margin solvers against cvxpy", ""]
             if SOLVER_PLOT.exists():
-                out += [f"```{{image}} /results/bench/solvers.png\n:alt: solver times\n"
-                        ":width: 100%\n```", ""]
+                out += [
+                    "```{image} /results/bench/solvers.png\n:alt: solver times\n"
+                    ":width: 100%\n```",
+                    "",
+                ]
             for problem in dict.fromkeys(r["problem"] for r in solvers):
                 rows = [r for r in solvers if r["problem"] == problem]
                 out += [f"**{rows[0]['title']}**", ""]
@@ -200,33 +203,52 @@ class NTPPerformance(_MystDirective):
                 for r in rows:
                     sp = r["specialised"]
                     dims = ", ".join(f"{k}={v}" for k, v in r["dims"].items())
-                    table.append([
-                        f"{dims}<br>{r['label']}" if r["label"] else dims,
-                        f"{r['n_vars']:,}",
-                        _fmt_s(sp),
-                        _fmt_s(r.get("CLARABEL")),
-                        _fmt_s(r.get("SCS")),
-                        " / ".join(f"{r[k]['speedup']:.1f}x" if r.get(k, {}).get("speedup")
-                                   else "-" for k in ("CLARABEL", "SCS")),
-                        _fmt_num(sp.get("rel_gap")),
-                        f"{_fmt_num(sp.get('violation'))} / "
-                        + " / ".join(_fmt_num(r.get(k, {}).get("violation"))
-                                     for k in ("CLARABEL", "SCS")),
-                    ])
+                    table.append(
+                        [
+                            f"{dims}<br>{r['label']}" if r["label"] else dims,
+                            f"{r['n_vars']:,}",
+                            _fmt_s(sp),
+                            _fmt_s(r.get("CLARABEL")),
+                            _fmt_s(r.get("SCS")),
+                            " / ".join(
+                                f"{r[k]['speedup']:.1f}x" if r.get(k, {}).get("speedup") else "-"
+                                for k in ("CLARABEL", "SCS")
+                            ),
+                            _fmt_num(sp.get("rel_gap")),
+                            f"{_fmt_num(sp.get('violation'))} / "
+                            + " / ".join(
+                                _fmt_num(r.get(k, {}).get("violation")) for k in ("CLARABEL", "SCS")
+                            ),
+                        ]
+                    )
                 out += _list_table(
-                    ["instance", "variables", "specialised", "cvxpy + Clarabel",
-                     "cvxpy + SCS", "speed-up (Clarabel / SCS)",
-                     "objective gap (vs reference)", "worst violation (ours / Cl. / SCS)"],
-                    table)
+                    [
+                        "instance",
+                        "variables",
+                        "specialised",
+                        "cvxpy + Clarabel",
+                        "cvxpy + SCS",
+                        "speed-up (Clarabel / SCS)",
+                        "objective gap (vs reference)",
+                        "worst violation (ours / Cl. / SCS)",
+                    ],
+                    table,
+                )
         trainers = data.get("trainers") or []
         if trainers:
             out += ["### Trainers", ""]
             out += _list_table(
                 ["setting", "implementation", "steps / s", "ratio to baseline"],
-                [[r["group"], r["name"] + (" (baseline)" if r.get("baseline") else ""),
-                  f"{r['steps_per_s']:.4g}",
-                  f"{r['ratio_to_baseline']:.1f}x" if "ratio_to_baseline" in r else "-"]
-                 for r in trainers])
+                [
+                    [
+                        r["group"],
+                        r["name"] + (" (baseline)" if r.get("baseline") else ""),
+                        f"{r['steps_per_s']:.4g}",
+                        f"{r['ratio_to_baseline']:.1f}x" if "ratio_to_baseline" in r else "-",
+                    ]
+                    for r in trainers
+                ],
+            )
         exps = data.get("experiments") or {}
         if exps:
             out += ["### Attention experiments (PERFORMANCE.md protocols)", ""]
@@ -235,24 +257,37 @@ class NTPPerformance(_MystDirective):
                 items = r.items() if "median" not in r else [("", r)]
                 for sub, rr in items:
                     speed = rr.get("speedup_vs_authors") or rr.get("speedup_vs_authors_per_loss")
-                    rows.append([f"{name} {sub}".strip(), _fmt_s(rr),
-                                 f"{speed:.1f}x" if speed else "-"])
+                    rows.append(
+                        [f"{name} {sub}".strip(), _fmt_s(rr), f"{speed:.1f}x" if speed else "-"]
+                    )
             out += _list_table(["experiment", "time", "speed-up vs the authors' time"], rows)
         pipeline = data.get("pipeline") or []
         if pipeline:
             out += ["### Figures: wall time per notebook", ""]
             for profile in ("quick", "paper"):
-                rows = sorted((r for r in pipeline if r["profile"] == profile),
-                              key=lambda r: -r["wall_time_s"])
+                rows = sorted(
+                    (r for r in pipeline if r["profile"] == profile),
+                    key=lambda r: -r["wall_time_s"],
+                )
                 if not rows:
                     continue
                 total = sum(r["wall_time_s"] for r in rows)
-                out += [f"**{profile} profile**: {len(rows)} figures, {total:.0f} s in total "
-                        "(notebook wall time, including kernel start-up).", ""]
-                out += _list_table(["figure", "wall time", "of which compute"],
-                                   [[f"`{r['fig_id']}`", f"{r['wall_time_s']:.1f} s",
-                                     _fmt_num(r.get("compute_s"), ".1f") + " s"]
-                                    for r in rows])
+                out += [
+                    f"**{profile} profile**: {len(rows)} figures, {total:.0f} s in total "
+                    "(notebook wall time, including kernel start-up).",
+                    "",
+                ]
+                out += _list_table(
+                    ["figure", "wall time", "of which compute"],
+                    [
+                        [
+                            f"`{r['fig_id']}`",
+                            f"{r['wall_time_s']:.1f} s",
+                            _fmt_num(r.get("compute_s"), ".1f") + " s",
+                        ]
+                        for r in rows
+                    ],
+                )
         return self._parse("\n".join(out))
 
 

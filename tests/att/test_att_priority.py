@@ -1,0 +1,124 @@
+"""Token-priority graphs and their SCCs (spec §5.1–5.2), and bad inputs."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from ntpcore.att_data import random_labels, random_sequences, toy_dataset
+from ntpcore.attention import token_priority_graphs
+from ntpcore.errors import DataError
+from ntpcore.priority import (
+    cyclic_samples,
+    is_acyclic,
+    local_token_priority_graphs,
+    reduced_position_mask,
+    scc_structure,
+    scc_structures,
+    select_tokens,
+)
+
+
+def _random(seed: int, n: int = 12, T: int = 4, K: int = 7):
+    rng = np.random.default_rng(seed)
+    tok = random_sequences(rng, n, T, K)
+    return tok, random_labels(rng, tok), K
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_tpg_edges_are_exactly_label_to_other_tokens(seed):
+    tok, lab, K = _random(seed)
+    graphs = token_priority_graphs(tok, lab, K)
+    assert len(graphs) == K
+    expected = [set() for _ in range(K)]
+    for seq, y in zip(tok, lab, strict=True):
+        expected[seq[-1]] |= {(int(y), int(j)) for j in seq if j != y}
+    for k, G in enumerate(graphs):
+        assert isinstance(G, nx.DiGraph)
+        assert sorted(G.nodes) == list(range(K))
+        assert set(G.edges) == expected[k]
+
+
+def _closure_sccs(G: nx.DiGraph) -> list[frozenset]:
+    """Reference SCCs by brute-force reachability (Floyd–Warshall on booleans)."""
+    K = G.number_of_nodes()
+    R = np.eye(K, dtype=bool)
+    for i, j in G.edges:
+        R[i, j] = True
+    for m in range(K):
+        R |= R[:, [m]] & R[[m], :]
+    comps = {frozenset(np.flatnonzero(R[i] & R[:, i]).tolist()) for i in range(K)}
+    return sorted(comps, key=min)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_sccs_match_networkx_and_a_closure_reference(seed):
+    tok, lab, K = _random(seed, n=15)
+    for G in token_priority_graphs(tok, lab, K):
+        s = scc_structure(G)
+        ours = sorted((frozenset(c) for c in s.components()), key=min)
+        nxs = sorted((frozenset(c) for c in nx.strongly_connected_components(G)), key=min)
+        assert ours == nxs == _closure_sccs(G)
+        # ids are a topological order of the condensation; levels decrease along edges
+        for i, j in G.edges:
+            if s.scc[i] != s.scc[j]:
+                assert s.scc[i] < s.scc[j]
+                assert s.level[i] > s.level[j]
+                assert s.higher(i, j)
+            else:
+                assert s.level[i] == s.level[j] and s.same(i, j)
+        assert s.is_acyclic == all(len(c) == 1 for c in s.components())
+
+
+def test_acyclic_iff_all_sccs_singletons_and_cyclic_samples():
+    cyc = toy_dataset("cyclic")
+    st = scc_structures(token_priority_graphs(cyc.tokens, cyc.labels, 3))
+    assert not is_acyclic(st)
+    assert st[2].nontrivial_components() == [(0, 1)]
+    assert cyclic_samples(cyc.tokens, cyc.labels, st).all()
+    mask = reduced_position_mask(cyc.tokens, cyc.labels, st)
+    np.testing.assert_array_equal(mask, [[1, 1, 0]] * 3)
+    acy = toy_dataset("acyclic")
+    st = scc_structures(token_priority_graphs(acy.tokens, acy.labels, 3))
+    assert is_acyclic(st)
+    assert not cyclic_samples(acy.tokens, acy.labels, st).any()
+
+
+def test_incomparable_sccs_in_the_conceptual_toy():
+    d = toy_dataset("conceptual")
+    s = scc_structures(token_priority_graphs(d.tokens, d.labels, 6))[5]
+    assert sorted(s.components()) == [(0, 1), (2, 3), (4,), (5,)]
+    np.testing.assert_array_equal(s.level, [2, 2, 1, 1, 0, 0])
+    assert not s.comparable(4, 5) and s.comparable(0, 4) and s.higher(0, 4)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "labels", "K", "match"),
+    [
+        ([[0, 1, 2]], [3], 4, "does not occur in its sequence"),
+        ([[0, 1, 5]], [0], 4, "outside"),
+        ([[0, -1, 2]], [0], 4, "outside"),
+        ([[0, 1, 2]], [0, 1], 4, "labels must have shape"),
+        ([0, 1, 2], [0], 4, "shape"),
+        ([[0.5, 1, 2]], [1], 4, "integer"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors(tokens, labels, K, match):
+    with pytest.raises(DataError, match=match):
+        token_priority_graphs(tokens, labels, K)
+
+
+def test_local_tpg_from_attention_masses():
+    tok = np.array([[0, 1, 2, 3], [1, 2, 0, 3]])
+    attn = np.array([[0.6, 0.395, 0.005, 0.0], [0.9905, 0.0095, 0.0, 0.0]])
+    sel, amb = select_tokens(tok, attn, 4)
+    np.testing.assert_array_equal(sel, [[1, 1, 0, 0], [0, 1, 0, 0]])
+    np.testing.assert_array_equal(amb, [[0, 0, 0, 0], [0, 0, 1, 0]])  # 0.0095: ambiguous
+    g = local_token_priority_graphs(tok, sel, amb, 4)[3]
+    assert set(g.edges) == {(0, 1), (0, 2), (0, 3), (1, 0), (1, 2), (1, 3)}
+    # sample 2 alone: its selected token 1 gets no edge to the ambiguous token 2
+    g2 = local_token_priority_graphs(tok[1:], sel[1:], amb[1:], 4)[3]
+    assert set(g2.edges) == {(1, 0), (1, 3)}
+    s = scc_structure(g)
+    assert s.same(0, 1) and s.higher(0, 2) and not s.comparable(2, 3)

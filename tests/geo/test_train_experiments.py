@@ -1,0 +1,83 @@
+"""Cached training experiments (ntpcore.experiments.geo_train): keys, subsets, resumption."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ntpcore.corpus import synthetic_dataset
+from ntpcore.errors import DataError
+from ntpcore.experiments import geo_train as ex
+
+TINY = {"n_epochs": 30, "lr": 1e-3, "lr_milestones": (20,), "n_records": 6, "d": 16}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_subset_keeps_whole_groups_in_order() -> None:
+    ds = synthetic_dataset(seed=0)
+    sub = ex.subset_contexts(ds, 6)
+    assert sub.m == 6
+    assert sub.counts.sum(axis=1).min() > 0  # unused next words dropped
+    rows = {tuple(r) for r in ds.contexts.tolist()}
+    assert all(tuple(r) in rows for r in sub.contexts.tolist())
+    # the synthetic set opens with a same-support pair: it survives the subset
+    assert any(len(g) == 2 for g in sub.support_groups)
+    assert ex.subset_contexts(ds, 0) is ds and ex.subset_contexts(ds, 99) is ds
+
+
+def test_configs_validate_and_share_runs() -> None:
+    setup = ex.TrainSetup(models=("ufm", "lstm"), **TINY)
+    run = setup.run("lstm")
+    assert isinstance(run, ex.RunConfig) and run.model == "lstm" and run.n_epochs == 30
+    evo = ex.EvolutionConfig(model="lstm", **TINY, snapshot_epochs=(0, 10))
+    assert ex.as_run(evo) == run  # figure configs share the training run
+    with pytest.raises(DataError):
+        ex.TrainSetup(dataset="tinystories")
+    with pytest.raises(DataError):
+        ex.TrainSetup(models=("gpt",))
+    with pytest.raises(DataError):
+        ex.LabelledConfig(which="both")
+
+
+def test_fingerprint_tracks_the_data() -> None:
+    a, b = synthetic_dataset(seed=0), synthetic_dataset(seed=1)
+    assert ex.data_fingerprint(a) == ex.data_fingerprint(synthetic_dataset(seed=0))
+    assert ex.data_fingerprint(a) != ex.data_fingerprint(b)
+
+
+def test_train_run_is_cached_and_metrics_are_sane(cache) -> None:
+    run = ex.RunConfig(model="ufm", **TINY)
+    first = ex.train_run(run)
+    again = ex.train_run(run)
+    np.testing.assert_array_equal(first["W_final"], again["W_final"])
+    assert list(cache.glob("*._train_run/*.npz"))
+    assert not list((cache / ex.CHECKPOINT_DIR).glob("*"))  # no checkpoint left behind
+    met = ex.run_metrics(run)
+    assert met["epoch"].tolist() == first["epoch"].tolist()
+    for key in ("sc_H", "sc_W", "dir_Lmm"):
+        assert np.all(np.isfinite(met[key]))
+    assert np.all(np.abs(met["sc_H"]) <= 1 + 1e-9)
+    cvx = ex.convex_solution(run)
+    assert cvx["L_mm"].shape == (cvx["V"], cvx["m"])
+    # identical supports => identical L_mm columns and H_mm columns (spec §5.8)
+    for g in synthetic_dataset(seed=0).support_groups:
+        if len(g) > 1:
+            np.testing.assert_allclose(cvx["L_mm"][:, g[1]], cvx["L_mm"][:, g[0]], atol=1e-6)
+
+
+def test_figure_helpers(cache) -> None:
+    setup = ex.TrainSetup(models=("ufm",), **TINY)
+    geo = ex.final_geometry(setup)
+    assert set(geo) == {"ufm", "mm", "S_tilde"}
+    m, V = geo["mm"]["cos_H"].shape[0], geo["mm"]["cos_W"].shape[0]
+    assert geo["ufm"]["L"].shape == (V, m)
+    np.testing.assert_allclose(np.diag(geo["ufm"]["cos_H"]), 1.0)
+    res = ex.trained(setup.run("ufm"))
+    idx = ex.nearest_records(res, (0, 10, 30))
+    assert res["epoch"][idx].tolist() == [0, 10, 30]
+    assert ex.snapshot(res, idx[-1])["L"].shape == (V, m)

@@ -1,0 +1,50 @@
+"""The cached experiment functions of the lin notebooks, at toy sizes (cache in tmp)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ntpcore.experiments import lin as E
+
+
+@pytest.fixture(autouse=True)
+def _tmp_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_cone_threshold_known_values_and_bounds():
+    assert E.cone_threshold(2, 1) == 0.5  # Cover
+    for V in (3, 5, 10):
+        d1 = E.cone_threshold(V, 1, n_samples=50_000)
+        assert 1 / V <= d1 <= 0.5  # pairwise-necessary and one-vs-rest-sufficient bounds
+    d = [E.cone_threshold(10, S, n_samples=50_000) for S in (1, 2, 3, 6, 9)]
+    assert np.all(np.diff(d) > 0) and d[-1] < 1
+    # Monte Carlo against the closed form for V = 2 through the generic code path
+    g = np.random.default_rng(0).standard_normal((200_000, 2))
+    assert abs(np.mean(np.maximum(g[:, 1] - g[:, 0], 0) ** 2) / 2 - 0.5) < 0.01
+
+
+def test_phase_and_sweep_run_small():
+    cfg = E.LinPhaseConfig(
+        n_contexts=8, ratios=(0.2, 1.2), n_trials=3, support_sizes=(1, 3), onehot_vocab_sizes=(2,)
+    )
+    res = E.run_phase(cfg, progress=False)
+    assert res["sep_S1"][-1] == 1 and res["sep_S3"][-1] == 1  # d > m: Lemma 1
+    assert res["comp_S3"][-1] == 1
+    sw = E.run_sparsity(
+        E.LinSparsityConfig(
+            n_contexts=10, dim=12, vocab_size=4, support_sizes=(1, 4), n_steps=200, n_records=10
+        )
+    )
+    assert np.isnan(sw["norm_mm"][-1]) and sw["dim_F"].tolist() == [0, 30]
+
+
+def test_train_run_is_cached_and_reproducible():
+    cfg = E.LinTrainRunConfig(
+        n_contexts=10, dim=12, vocab_size=4, support_size=2, n_steps=200, n_records=10
+    )
+    a = E.run_train(cfg)
+    b = E.run_train(cfg)
+    assert np.array_equal(a["norm"], b["norm"]) and a["monotone"]
+    assert a["steps"][0] == 0 and a["steps"][-1] == 200

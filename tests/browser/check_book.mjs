@@ -15,7 +15,10 @@ import { chromium } from "playwright-core";
 const ROOT = resolve(process.argv[2] ?? "_build/html");
 const SHOTS = resolve("_build/screenshots");
 const MATHJAX = resolve("node_modules/mathjax/es5");
-const ALLOWED_CONSOLE = [/THEBE_JS_URL/];
+// Known, harmless messages: sphinx-thebe 0.3.1 declares its config twice (it only affects
+// the unused Thebe button); pydata-sphinx-theme logs an empty theme mode on the first page
+// of a fresh browser profile before falling back to "auto".
+const ALLOWED_CONSOLE = [/THEBE_JS_URL/, /Got invalid theme mode: \. Resetting to auto/];
 const TYPES = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css",
   ".png": "image/png", ".svg": "image/svg+xml", ".json": "application/json",
   ".woff2": "font/woff2", ".woff": "font/woff", ".ipynb": "application/json",

@@ -347,22 +347,28 @@ _PRIORITY = ("cake", "soup", "pizza", "park", "zoo", "beach", "ball", "kite", "s
 #  * every other template has at most two priority words plus fillers from a pool no
 #    template with the same priority subset shares => 14 distinct supports in total.
 _TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("ben wants to eat the", ("cake .", "soup .", "pizza now .", "red apple .",
-                              "warm bread .", "cookies .")),
-    ("ben likes to cook the", ("pizza for mom .", "soup .", "cake .", "eggs .", "rice .",
-                               "noodles .")),
-    ("ben went to the big", ("park .", "zoo with dad .", "beach .", "store .", "city .",
-                             "tree .")),
+    (
+        "ben wants to eat the",
+        ("cake .", "soup .", "pizza now .", "red apple .", "warm bread .", "cookies ."),
+    ),
+    (
+        "ben likes to cook the",
+        ("pizza for mom .", "soup .", "cake .", "eggs .", "rice .", "noodles ."),
+    ),
+    ("ben went to the big", ("park .", "zoo with dad .", "beach .", "store .", "city .", "tree .")),
     ("they drove to the sunny", ("beach .", "park .", "zoo .", "hills .", "lake .")),
-    ("mia and ben played with", ("ball .", "kite .", "the dog .", "blocks .", "sticks .",
-                                 "their friends .")),
-    ("after lunch they visited the", ("park .", "zoo .", "farm .", "library .",
-                                      "museum .")),
+    (
+        "mia and ben played with",
+        ("ball .", "kite .", "the dog .", "blocks .", "sticks .", "their friends ."),
+    ),
+    ("after lunch they visited the", ("park .", "zoo .", "farm .", "library .", "museum .")),
     ("mia sang a happy little", ("song .", "tune .", "rhyme .", "melody .")),
     ("the dog ran after the", ("ball .", "cat .", "bird .", "car .", "boy .")),
     ("mia drew a picture of", ("cake .", "her dog .", "a tree .", "the sun .", "ben .")),
-    ("ben was sad because his", ("kite broke .", "ball was lost .", "dog was sick .",
-                                 "toy broke .", "friend left .")),
+    (
+        "ben was sad because his",
+        ("kite broke .", "ball was lost .", "dog was sick .", "toy broke .", "friend left ."),
+    ),
     ("at night mia likes to", ("sing .", "read .", "sleep .", "dream .", "hug her bear .")),
     ("on sunny days they fly", ("kite .", "plane .", "flag .", "balloon .")),
     ("grandma baked a big warm", ("cake .", "pie .", "bread .", "pizza .")),
@@ -658,9 +664,14 @@ def text_dataset(
     """
     if counts not in ("resample", "observed"):
         raise DataError(f"counts must be 'resample' or 'observed', got {counts!r}")
-    for name, val, lo in (("context_len", context_len, 1), ("top_k", top_k, 1),
-                          ("min_count", min_count, 1), ("min_next", min_next, 2),
-                          ("many_next", many_next, 2), ("max_repeat", max_repeat, 1)):
+    for name, val, lo in (
+        ("context_len", context_len, 1),
+        ("top_k", top_k, 1),
+        ("min_count", min_count, 1),
+        ("min_next", min_next, 2),
+        ("many_next", many_next, 2),
+        ("max_repeat", max_repeat, 1),
+    ):
         if int(val) < lo:
             raise DataError(f"{name} must be >= {lo}, got {val}")
     if path is None:
@@ -673,7 +684,8 @@ def text_dataset(
 
     # step 2: frequent contexts with several continuations (ties broken alphabetically)
     cands = [
-        (sum(c.values()), ctx) for ctx, c in table.items()
+        (sum(c.values()), ctx)
+        for ctx, c in table.items()
         if sum(c.values()) >= min_count and len(c) >= min_next
     ]
     cands.sort(key=lambda t: (-t[0], t[1]))

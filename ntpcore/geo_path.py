@@ -102,14 +102,21 @@ class _UFM:
         )
 
 
-def _objective(L: NDArray[np.float64], P: NDArray[np.float64], pi: NDArray[np.float64],
-               lam: float) -> float:
+def _objective(
+    L: NDArray[np.float64], P: NDArray[np.float64], pi: NDArray[np.float64], lam: float
+) -> float:
     """Scaled convex objective (CE - H)/lambda + ||L||_*."""
     return ce_excess_grad(L, P, pi)[0] / lam + float(np.linalg.svd(L, compute_uv=False).sum())
 
 
-def _line(t: float, L: NDArray[np.float64], D: NDArray[np.float64], P: NDArray[np.float64],
-          pi: NDArray[np.float64], lam: float) -> float:
+def _line(
+    t: float,
+    L: NDArray[np.float64],
+    D: NDArray[np.float64],
+    P: NDArray[np.float64],
+    pi: NDArray[np.float64],
+    lam: float,
+) -> float:
     return _objective(L + t * D, P, pi, lam)
 
 
@@ -123,8 +130,14 @@ def _balanced_x(L: NDArray[np.float64], d: int) -> tuple[NDArray[np.float64], ND
     return W, H
 
 
-def _solve_one(prob: _UFM, x: NDArray[np.float64], max_iter: int, polish: bool,
-               tol: float = 1e-8, rounds: int = 8) -> NDArray[np.float64]:
+def _solve_one(
+    prob: _UFM,
+    x: NDArray[np.float64],
+    max_iter: int,
+    polish: bool,
+    tol: float = 1e-8,
+    rounds: int = 8,
+) -> NDArray[np.float64]:
     r"""L-BFGS on the factorised problem with saddle escapes.
 
     L-BFGS can stall near a saddle where a new singular direction of :math:`L_\lambda`
@@ -137,8 +150,13 @@ def _solve_one(prob: _UFM, x: NDArray[np.float64], max_iter: int, polish: bool,
     """
     P, pi, lam, d = prob.P, prob.pi, prob.lam, prob.d
     for _ in range(rounds):
-        res = minimize(prob.fg, x, jac=True, method="L-BFGS-B",
-                       options={"maxiter": max_iter, "maxcor": 30, "ftol": 1e-16, "gtol": 1e-8})
+        res = minimize(
+            prob.fg,
+            x,
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter, "maxcor": 30, "ftol": 1e-16, "gtol": 1e-8},
+        )
         x = res.x
         W, H = prob.split(x)
         L = W @ H
@@ -148,8 +166,9 @@ def _solve_one(prob: _UFM, x: NDArray[np.float64], max_iter: int, polish: bool,
             break
         u, v = U[:, 0], Vt[0]
         phi = functools.partial(_line, L=L, D=np.outer(u, v), P=P, pi=pi, lam=lam)
-        t_best = minimize_scalar(phi, bounds=(0.0, 1.0 + np.abs(L).max()), method="bounded",
-                                 options={"xatol": 1e-10}).x
+        t_best = minimize_scalar(
+            phi, bounds=(0.0, 1.0 + np.abs(L).max()), method="bounded", options={"xatol": 1e-10}
+        ).x
         W, H = _balanced_x(L, d)
         # the last slot of a balanced factorisation with d > rank(L) is free
         W[:, -1] += np.sqrt(t_best) * u
@@ -159,8 +178,14 @@ def _solve_one(prob: _UFM, x: NDArray[np.float64], max_iter: int, polish: bool,
         f0 = prob.fg(x)[0]
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
-            res2 = minimize(prob.fg, x, jac=True, hessp=prob.hessp, method="trust-krylov",
-                            options={"maxiter": 100, "gtol": 1e-10})
+            res2 = minimize(
+                prob.fg,
+                x,
+                jac=True,
+                hessp=prob.hessp,
+                method="trust-krylov",
+                options={"maxiter": 100, "gtol": 1e-10},
+            )
         if np.isfinite(res2.fun) and res2.fun <= f0:
             x = res2.x
     return x
@@ -231,9 +256,7 @@ def regularization_path(
         out["excess"].append(exc)
         out["nuclear"].append(nuc)
         out["opt_residual"].append(float(np.linalg.norm(G, 2)) / lam - 1.0)
-        out["align_residual"].append(
-            float((-G * L).sum()) / (lam * nuc) - 1.0 if nuc > 0 else 0.0
-        )
+        out["align_residual"].append(float((-G * L).sum()) / (lam * nuc) - 1.0 if nuc > 0 else 0.0)
     result = {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
     result["lambdas"] = lams
     return result

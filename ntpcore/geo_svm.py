@@ -141,9 +141,7 @@ def svm_constraint_violation(L: ArrayLike, S: ArrayLike) -> float:
     return float(max(0.0, viol.max()))
 
 
-def check_certificate(
-    G: ArrayLike, S: ArrayLike, L: ArrayLike | None = None
-) -> dict[str, float]:
+def check_certificate(G: ArrayLike, S: ArrayLike, L: ArrayLike | None = None) -> dict[str, float]:
     """Feasibility of a dual certificate ``G`` of spec §2.3(6), and the gap if ``L`` is given.
 
     Returns ``op_norm``, ``colsum`` (max abs column sum), ``off_pos`` (largest positive
@@ -381,8 +379,12 @@ def _project_columns(
 
 
 def _alpha_by_sorting(
-    A: NDArray[np.float64], B: NDArray[np.float64], beta: NDArray[np.float64],
-    num_w: NDArray[np.float64], w2: NDArray[np.float64], Sr: NDArray[np.bool_],
+    A: NDArray[np.float64],
+    B: NDArray[np.float64],
+    beta: NDArray[np.float64],
+    num_w: NDArray[np.float64],
+    w2: NDArray[np.float64],
+    Sr: NDArray[np.bool_],
 ) -> NDArray[np.float64]:
     """Exact root of f' by sorting breakpoints: the first p with alpha_p >= beta_(p+1)."""
     r, u = beta.shape
@@ -419,7 +421,9 @@ def _svt(Y: NDArray[np.float64], tau: float) -> NDArray[np.float64]:
 
 
 def _dual_repair(
-    G: NDArray[np.float64], Sr: NDArray[np.bool_], omega: NDArray[np.float64],
+    G: NDArray[np.float64],
+    Sr: NDArray[np.bool_],
+    omega: NDArray[np.float64],
     delta: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], float]:
     """Make ``G`` dual feasible for the reduced problem; return it and its dual value."""

@@ -276,8 +276,13 @@ def same_support_pairs(S: ArrayLike) -> NDArray[np.int64]:
     S = as_support(S)
     from ntpcore.corpus import support_groups
 
-    pairs = [(int(g[a]), int(g[b])) for g in support_groups(S) if len(g) > 1
-             for a in range(len(g)) for b in range(a + 1, len(g))]
+    pairs = [
+        (int(g[a]), int(g[b]))
+        for g in support_groups(S)
+        if len(g) > 1
+        for a in range(len(g))
+        for b in range(a + 1, len(g))
+    ]
     return np.array(pairs, dtype=np.int64).reshape(-1, 2)
 
 

@@ -28,8 +28,13 @@ class Timing:
         return max(self.times)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "median": self.median, "min": self.min, "max": self.max,
-                "repeats": len(self.times)}
+        return {
+            **asdict(self),
+            "median": self.median,
+            "min": self.min,
+            "max": self.max,
+            "repeats": len(self.times),
+        }
 
 
 def measure(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> tuple[Timing, Any]:

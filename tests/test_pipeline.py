@@ -328,8 +328,10 @@ def test_executed_notebooks_are_prepared_for_the_static_book(tmp_path):
     injected.metadata["tags"] = ["injected-parameters"]
     widget = nbformat.v4.new_code_cell("for _ in tqdm(range(3)): pass")
     widget.outputs = [
-        nbformat.v4.new_output("display_data", data={
-            reproduce.WIDGET_MIME: {"model_id": "abc"}, "text/plain": "HBox()"}),
+        nbformat.v4.new_output(
+            "display_data",
+            data={reproduce.WIDGET_MIME: {"model_id": "abc"}, "text/plain": "HBox()"},
+        ),
         nbformat.v4.new_output("stream", name="stdout", text="done\n"),
     ]
     nb.cells = [injected, widget]

@@ -192,8 +192,7 @@ class NTPPerformance(_MystDirective):
             out += ["### Max-margin solvers against cvxpy", ""]
             if SOLVER_PLOT.exists():
                 out += [
-                    "```{image} /results/bench/solvers.png\n:alt: solver times\n"
-                    ":width: 100%\n```",
+                    "```{image} /results/bench/solvers.png\n:alt: solver times\n:width: 100%\n```",
                     "",
                 ]
             for problem in dict.fromkeys(r["problem"] for r in solvers):

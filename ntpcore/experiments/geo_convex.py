@@ -253,14 +253,24 @@ def run_dataset_stats(cfg: DatasetStatsConfig) -> dict[str, object]:
     """m, V, n, T, entropy, support groups, support sizes and group sizes of both sets."""
     sets = {
         "synthetic": synthetic_dataset(cfg.data_seed, max_repeat=cfg.max_repeat),
-        "text": text_dataset(seed=cfg.data_seed, top_k=cfg.top_k, max_subs=cfg.max_subs,
-                             max_repeat=cfg.max_repeat),
+        "text": text_dataset(
+            seed=cfg.data_seed, top_k=cfg.top_k, max_subs=cfg.max_subs, max_repeat=cfg.max_repeat
+        ),
     }
     res: dict[str, object] = {}
     for name, ds in sets.items():
         st = ds.stats()
-        for key in ("m", "V", "n", "T", "input_vocab", "entropy", "support_groups",
-                    "mean_support", "n_original"):
+        for key in (
+            "m",
+            "V",
+            "n",
+            "T",
+            "input_vocab",
+            "entropy",
+            "support_groups",
+            "mean_support",
+            "n_original",
+        ):
             res[f"{key}_{name}"] = st[key]
         res[f"support_sizes_{name}"] = ds.support_sizes
         res[f"group_sizes_{name}"] = np.array([len(gr) for gr in ds.support_groups])

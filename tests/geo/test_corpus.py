@@ -90,7 +90,8 @@ def test_bad_inputs(tmp_path) -> None:
     with pytest.raises(DataError, match="does not exist"):
         text_dataset(tmp_path / "missing.txt")
     with pytest.raises(DataError, match="empty support"):
-        ContextDataset("x", np.array([[0], [1]]), np.array([[1, 0], [2, 0]]), ("a", "b"),
-                       ("u", "v"))
+        ContextDataset(
+            "x", np.array([[0], [1]]), np.array([[1, 0], [2, 0]]), ("a", "b"), ("u", "v")
+        )
     with pytest.raises(DataError, match="columns"):
         ContextDataset("x", np.array([[0]]), np.array([[1, 1], [2, 0]]), ("a",), ("u", "v"))

@@ -69,7 +69,9 @@ class Size:
 def _lin_instance(dims: dict[str, int], seed: int = 0):
     from ntpcore.lin_data import make_synthetic
 
-    S = max(1, dims["V"] * 6 // 10)
+    # supports of 0.6 V tokens when d >= m (always NTP-separable, Lemma 1); with d < m such
+    # dense supports are not NTP-separable, so those sizes use sparse 3-token supports
+    S = max(1, dims["V"] * 6 // 10) if dims["d"] >= dims["m"] else min(3, dims["V"] - 1)
     data = make_synthetic(m=dims["m"], d=dims["d"], V=dims["V"], S=S, seed=seed)
     return data.H, data.P > 0
 
@@ -97,10 +99,10 @@ def _att_instance(dims: dict[str, int], seed: int = 0):
 
 
 def _lin_fast(inst):
-    from ntpcore.lin_svm import svm_dual
+    from ntpcore.lin_svm import ntp_svm_solve
 
     H, S = inst
-    return svm_dual(H, S).W_mm
+    return ntp_svm_solve(H, S).W_mm  # "auto": projected Newton (d >= m) or dual CD
 
 
 def _lin_generic(inst, solver: str):

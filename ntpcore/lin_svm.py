@@ -39,7 +39,15 @@ depends on P only through the supports.  Two solvers:
     (blocks embedded in m x m).  Cost: :math:`\sum_v |J_v|^3 + m^3` per Newton step, with the
     inverses shared between tokens of equal pattern; nothing of size V m x V m or V d x V d
     is ever formed.  Requires :math:`G_{J_vJ_v}` invertible, i.e. H of full column rank (the
-    overparameterized regime d >= m of Lemma 1); otherwise ``"auto"`` uses cvxpy.
+    overparameterized regime d >= m of Lemma 1); ``"auto"`` uses it for small full-rank
+    programs only (:func:`ntp_svm_solve`).
+
+``"dual-cd"``  (:func:`svm_dual_cd`) the same dual in C, for any rank of H (d < m
+    included): exact block-coordinate descent over contexts (one projection onto
+    :math:`\{1^\top x = 0, x_{off}\le 0\}` per block) with working sets, a certified
+    duality gap, and an exact polish on the identified active set (the face solve above,
+    which only needs the small blocks :math:`G_{J_vJ_v}` invertible: true for sparse
+    supports); non-separable data are detected from the unbounded dual.
 
 NTP-separability (Def. 2) is decided exactly by an LP (HiGHS) in the variables
 :math:`(W, \beta)`: :math:`W\bar h_j` equals :math:`\beta_j` on the support and is at most
@@ -49,6 +57,7 @@ NTP-separability (Def. 2) is decided exactly by an LP (HiGHS) in the variables
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -85,7 +94,7 @@ class SVMResult:
     """Solution of the NTP-SVM and a record of how it was obtained."""
 
     W_mm: Array  # (V, d)
-    solver: str  # "dual" | "cvxpy"
+    solver: str  # "dual" | "dual-cd" | "cvxpy"
     status: str
     norm: float  # ||W_mm||_F (the normalised max-margin is 1/norm)
     min_margin: float  # min over j, v not in S_j of (e_{z_j} - e_v)^T W h_j
@@ -525,6 +534,8 @@ def svm_dual_cd(
     inner_epochs: int = 4,
     seed: int = 0,
     certify_infeasible: bool = True,
+    polish: bool = True,
+    lp_max_size: int = 20_000,
 ) -> SVMResult:
     r"""NTP-SVM by dual block-coordinate descent over contexts (any rank of H).
 
@@ -572,12 +583,24 @@ def svm_dual_cd(
     and :math:`(P - D)/P \le` ``tol``.  The returned W is :math:`W/\gamma` (margins >= 1
     exactly, objective within ``tol`` relative of the optimum).
 
+    *Polish.*  Whenever the relative gap has dropped by 3x (from 3e-2 on), and otherwise
+    whenever the time since the last attempt is 4x what it cost, the active set
+    A = {C_off < 0} is handed to :func:`_polish` (primal-dual active-set steps, each an
+    exact KKT solve on the face); the polished point is returned when it is primal and
+    dual feasible to ``tol`` with certified gap <= ``tol``, which usually happens long
+    before the coordinate descent itself would reach ``tol``.
+
     *Infeasibility.*  When the data are not NTP-separable the primal is infeasible and
     the dual unbounded: C grows along a direction Y with :math:`Y\bar H^\top = 0`,
     :math:`1^\top Y = 0`, :math:`Y_{off}\le 0`, :math:`\langle B, Y\rangle < 0` (a Farkas
-    certificate).  When D exceeds 10 (||W||^2/2) the difference Y of two iterates is
-    projected onto :math:`\{Y\bar H^\top = 0\}` and tested; a certificate raises
-    :class:`InfeasibleError` (confirmed by :func:`separability_lp` when the LP is small).
+    certificate) while W stays bounded.  When D exceeds 10 (||W||^2/2) (checked at
+    geometrically spaced checks) the separability LP decides for small problems
+    (V m <= ``lp_max_size``); for larger ones C is cleaned into a certificate by alternating
+    projections (:func:`_check_infeasible`) and :class:`InfeasibleError` is raised when it
+    proves that every separating W would have :math:`\|W\|_F \ge 10^8`.
+
+    Raises InfeasibleError (not separable), SolverError (no convergence in
+    ``max_epochs``, or the post-check of :func:`_finish` fails).
     """
     t0 = time.perf_counter()
     H, S = _check_HS(H, S)
@@ -608,8 +631,12 @@ def svm_dual_cd(
     INS = [S[R[j], j] for j in range(m)]
     epochs = 0
     n_checks = 0
-    C_prev = C.copy()
+    next_infeas_check = 3
     state = None
+    polish_gap = 3e-2
+    polish_end, polish_cost = t0, 0.0  # attempts take at most ~20% of the time
+    n_polish = 0
+    polished = False
     while True:
         for _ in range(inner_epochs):
             epochs += 1
@@ -637,15 +664,55 @@ def svm_dual_cd(
             and not viol_new.any()
         ):
             break
+        if (
+            polish
+            and state["min_margin"] > 0
+            and (rel_gap <= polish_gap or time.perf_counter() - polish_end >= 4.0 * polish_cost)
+        ):
+            # The active set is (probably) identified: solve the KKT system on it exactly.
+            polish_gap = rel_gap / 3.0
+            n_polish += 1
+            tp = time.perf_counter()
+            pol = _polish(H, S, C, z, cols, tol)
+            polish_end = time.perf_counter()
+            polish_cost = max(polish_end - tp, 0.25 * (polish_end - t0) / n_checks)
+            if pol is not None:
+                W, C, state = pol
+                rel_gap = state["gap"] / max(state["primal"], 1e-300)
+                polished = True
+                break
         if epochs >= max_epochs:
             raise SolverError(
                 f"NTP-SVM dual CD: no convergence in {max_epochs} epochs (relative gap "
                 f"{rel_gap:.3g}, spread {state['spread']:.3g}, min margin "
                 f"{state['min_margin']:.6g})"
             )
-        if certify_infeasible and n_checks >= 3 and state["dual"] > 10.0 * 0.5 * state["norm2"]:
-            _check_infeasible(C - C_prev, H, S, off)
-        C_prev = C.copy()
+        if (
+            certify_infeasible
+            and n_checks >= next_infeas_check
+            and state["dual"] > 10.0 * 0.5 * state["norm2"]
+        ):
+            # D = -f(C) <= ||W^mm||^2 / 2 grows while W stays bounded: the dual looks
+            # unbounded, i.e. the data look non-separable.  Decide.
+            next_infeas_check = 2 * n_checks
+            if V * m <= lp_max_size:
+                if not separability_lp(H, S)["separable"]:
+                    raise InfeasibleError(
+                        "the data are not NTP-separable (Def. 2): the NTP-SVM dual is "
+                        "unbounded and the separability LP (HiGHS) is infeasible "
+                        f"(V={V}, d={d}, m={m})"
+                    )
+                certify_infeasible = False
+            else:
+                cert = _check_infeasible(C.copy(), H, S, off)
+                if cert["norm_lower_bound"] >= 1e8:
+                    raise InfeasibleError(
+                        "the data are not NTP-separable (Def. 2) to working precision: a "
+                        "Farkas certificate from the unbounded NTP-SVM dual shows that every "
+                        "W with equal in-support logits and margins >= 1 has ||W||_F >= "
+                        f"{cert['norm_lower_bound']:.3g} (rank H = {cert['rank']} < m = {m}; "
+                        f"V={V}, d={d})"
+                    )
         # grow: most violated off-support tokens per context; shrink: inactive, margin > 1
         if viol_new.any():
             vm = np.where(viol_new, state["marg"], np.inf)
@@ -678,37 +745,152 @@ def svm_dual_cd(
             "dual_objective": state["dual"],
             "primal_objective": state["primal"],
             "rel_gap": rel_gap,
+            "polish_attempts": n_polish,
+            "polished": polished,
         },
     )
 
 
-def _check_infeasible(Y: Array, H: Array, S: NDArray[np.bool_], off: NDArray[np.bool_]) -> None:
-    r"""Raise InfeasibleError if Y (a dual ascent direction) is a Farkas certificate.
+def _face_solve_dense(G: Array, T: NDArray[np.bool_], t: Array) -> Array:
+    r""":func:`_face_solve` for singular blocks: the KKT system of the face QP, densely.
 
-    Y is projected onto :math:`\{Y\bar H^\top = 0\}` (which keeps the zero column sums);
-    then :math:`\langle B, Y\rangle < 0` with :math:`Y_{off} \le 0` certifies that no W
-    meets the constraints: any feasible W would give
-    :math:`0 = \langle W, Y\bar H^\top\rangle = \sum_j y_j^\top W\bar h_j \ge
-    -\langle B, Y\rangle > 0`.  Positive off-support entries left by round-off are
-    tolerated when they are below 1e-8 of :math:`|\langle B, Y\rangle|`."""
+    Minimise :math:`\tfrac12\operatorname{tr}(CGC^\top) - \langle t, C\rangle` over C
+    supported on T with zero column sums: with c the entries on T (row-major), the Hessian
+    is :math:`K = \operatorname{blockdiag}_v G_{J_vJ_v}` and the constraints :math:`Ac = 0`
+    sum each column; :math:`[K\ A^\top; A\ 0][c; \mu] = [t; 0]` is solved in the
+    symmetric-indefinite
+    (LDL^T) sense with a 1e-12 relative ridge on K (K may be singular; W = C H^T is unique
+    all the same), falling back to least squares."""
+    V, m = T.shape
+    vv, jj = np.nonzero(T)
+    n = vv.size
+    same = vv[:, None] == vv[None, :]
+    K = np.where(same, G[jj[:, None], jj[None, :]], 0.0)
+    A = np.zeros((m, n))
+    A[jj, np.arange(n)] = 1.0
+    M = np.block([[K, A.T], [A, np.zeros((m, m))]])
+    rhs = np.concatenate([t[vv, jj], np.zeros(m)])
+    ridge = 1e-12 * float(np.max(np.diag(G)))  # C is not unique (W is)
+    sol = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", sla.LinAlgWarning)
+            sol = sla.solve(
+                M + ridge * np.diag(np.r_[np.ones(n), np.zeros(m)]), rhs, assume_a="sym"
+            )
+        if np.linalg.norm(M @ sol - rhs) > 1e-10 * max(1.0, np.linalg.norm(rhs)):
+            sol = None
+    except (np.linalg.LinAlgError, sla.LinAlgWarning):
+        sol = None
+    if sol is None:
+        sol = np.linalg.lstsq(M, rhs, rcond=None)[0]
+    C = np.zeros((V, m))
+    C[vv, jj] = sol[:n]
+    return C
+
+
+def _polish(
+    H: Array,
+    S: NDArray[np.bool_],
+    C: Array,
+    z,
+    cols,
+    tol: float,
+    max_iter: int = 8,
+    dense_max: int = 2000,
+):
+    r"""Exact solve on the active set guessed from C; None when no correct set is found.
+
+    With A = {off-support (v, j) : C_vj < 0} and T = S u A, the KKT conditions restricted
+    to T are linear: C supported on T with zero column sums and
+    :math:`(C G)_{vj} = \beta_j - [v\in A_j]` on T (:func:`_face_solve`; needs each
+    :math:`G_{J_vJ_v}`, :math:`J_v = \{j : (v, j)\in T\}`, invertible, which holds for
+    sparse supports even when d < m).  A is then corrected by primal-dual active-set
+    steps (Hintermueller-Ito-Kunisch: :math:`A \leftarrow \{-C_{vj} + \rho(1 -
+    \mathrm{margin}_{vj}) > 0\}`) until it repeats.  The result is optimal iff it is primal
+    feasible (all margins >= 1) and dual feasible (C <= 0 on A); it is accepted when both
+    hold to ``tol`` and the certified relative duality gap is <= ``tol``."""
+    off = ~S
+    d = H.shape[0]
+    A = off & (C < 0)
+    n_start = int(A.sum())
+    G = H.T @ H
+    ridge = 1e-14 * float(np.max(np.diag(G)))
+    rho = 1.0 / float(np.mean(np.diag(G)))
+    for _ in range(max_iter):
+        T = S | A
+        t = np.where(A, -1.0, 0.0)
+        Cp = None
+        if not np.any(T.sum(axis=1) > d):
+            try:
+                Cp = _face_solve(G, T, t, ridge)
+            except (SolverError, np.linalg.LinAlgError, ValueError):
+                Cp = None
+        if Cp is None:  # some G_JJ singular (|J_v| > d): dense KKT system when small
+            if int(T.sum()) + S.shape[1] > dense_max:
+                return None
+            Cp = _face_solve_dense(G, T, t)
+        Wp = Cp @ H.T
+        st = _kkt_state(Wp, H, Cp, S, z, cols)
+        A_new = off & (-Cp + rho * (1.0 - st["marg"]) > 0)
+        if np.array_equal(A_new, A):
+            break
+        if A_new.sum() > 2 * n_start + 10:
+            return None  # the guess was too far off: the active-set steps diverge
+        A = A_new
+    else:
+        return None
+    scale = max(1.0, float(np.abs(Cp).max()))
+    if np.any(Cp[A] > tol * scale):
+        return None
+    if np.any(Cp[A] > 0):
+        Cp[A] = np.minimum(Cp[A], 0.0)
+        Wp = Cp @ H.T
+        st = _kkt_state(Wp, H, Cp, S, z, cols)
+    nW = np.sqrt(st["norm2"])
+    if (
+        st["min_margin"] < 1 - tol
+        or st["spread"] > tol * max(1.0, nW)
+        or st["gap"] > tol * st["primal"]
+    ):
+        return None
+    return Wp, Cp, st
+
+
+def _check_infeasible(
+    Y: Array, H: Array, S: NDArray[np.bool_], off: NDArray[np.bool_], max_iter: int = 300
+) -> dict:
+    r"""Try to turn Y (the growth of C, a dual ascent direction) into a Farkas certificate.
+
+    Alternating projections between the subspace
+    :math:`\{Y\bar H^\top = 0,\ 1^\top Y = 0\}` (rows onto null(H), then columns onto zero
+    sums; the two commute) and the cone :math:`\{Y_{off}\le 0\}`.  For Y in the subspace
+    and any W with margins >= 1 and equal in-support logits,
+    :math:`0 = \langle W, Y\bar H^\top\rangle = -\sum_{off} Y_{vj}\,\mathrm{margin}_{vj}`, so
+    :math:`n \le p\,\sqrt2\,\|W\|_F\max_j\|\bar h_j\|` with n (p) the sum of the negative
+    (positive) off-support entries: every separating W has
+    :math:`\|W\|_F \ge n / (\sqrt2\,p\max_j\|\bar h_j\|)`.  Returns that bound (inf when p = 0:
+    an exact certificate)."""
     U, s, _ = np.linalg.svd(H, full_matrices=False)
     r = int(np.sum(s > 1e-12 * s[0])) if s.size and s[0] > 0 else 0
     if r == H.shape[1]:
-        return  # full column rank: always separable (Lemma 1)
+        return {"norm_lower_bound": 0.0, "rank": r}  # full column rank: separable (Lemma 1)
     Q = np.linalg.qr(H.T)[0][:, :r]  # orthonormal basis of the row space of H (m, r)
-    Y = Y - (Y @ Q) @ Q.T
-    neg = -float(Y[off].sum())
-    pos = float(np.maximum(Y[off], 0.0).sum())
-    if neg <= 0 or pos > 1e-8 * neg:
-        return
-    V, m = S.shape
-    if V * m <= 20_000 and separability_lp(H, S)["separable"]:
-        return
-    raise InfeasibleError(
-        "the data are not NTP-separable: the NTP-SVM dual is unbounded (Farkas certificate "
-        f"Y with Y H^T = 0, zero column sums, off-support entries <= 0 up to "
-        f"{pos / neg:.1e} relative, <B, Y> = {-neg:.3g} < 0; rank(H) = {r} < m = {m})"
-    )
+    hmax = float(np.sqrt(np.einsum("ij,ij->j", H, H).max()))
+    bound = 0.0
+    for _ in range(max_iter):
+        Y = Y - (Y @ Q) @ Q.T
+        Y -= Y.mean(axis=0, keepdims=True)
+        Yoff = Y[off]
+        n_part = -float(np.minimum(Yoff, 0.0).sum())
+        p_part = float(np.maximum(Yoff, 0.0).sum())
+        if n_part <= 0:
+            break
+        bound = np.inf if p_part == 0 else n_part / (np.sqrt(2.0) * p_part * hmax)
+        if bound >= 1e8:
+            break
+        Y = np.where(off, np.minimum(Y, 0.0), Y)
+    return {"norm_lower_bound": bound, "rank": r}
 
 
 # ----------------------------------------------------------------------------- public
@@ -722,17 +904,28 @@ def _full_column_rank(H: Array) -> bool:
 def ntp_svm_solve(H: ArrayLike, S: ArrayLike, *, solver: str = "auto") -> SVMResult:
     """NTP-SVM for embeddings H (d, m) and a boolean support matrix S (V, m).
 
-    ``solver``: ``"dual"`` (specialised, needs full-column-rank H), ``"cvxpy"`` (Clarabel)
-    or ``"auto"`` (dual when H has full column rank, cvxpy otherwise).
+    ``solver``: ``"dual"`` (projected Newton, needs full-column-rank H), ``"dual-cd"``
+    (dual block-coordinate descent + active-set polish, any H), ``"cvxpy"`` (Clarabel) or
+    ``"auto"``: ``"dual"`` for small full-rank programs (V m <= 1000, where it is the
+    fastest), ``"cvxpy"`` for tiny rank-deficient ones (V m <= 2000: Clarabel takes < 1 s
+    there and does not suffer from near-degenerate instances), ``"dual-cd"`` otherwise
+    (measured 10-40x faster than ``"dual"`` at V = 50-100, d = 240-480, m = 200-400).
     """
     H, S = _check_HS(H, S)
     if solver == "auto":
-        solver = "dual" if _full_column_rank(H) else "cvxpy"
+        if S.size <= 1000 and _full_column_rank(H):
+            solver = "dual"  # projected Newton: fastest on small full-rank programs
+        elif S.size <= 2000 and not _full_column_rank(H):
+            solver = "cvxpy"  # interior point: robust and quick on tiny programs
+        else:
+            solver = "dual-cd"
     if solver == "dual":
         return svm_dual(H, S)
+    if solver == "dual-cd":
+        return svm_dual_cd(H, S)
     if solver == "cvxpy":
         return svm_cvxpy(H, S)
-    raise DataError(f"solver must be 'auto', 'dual' or 'cvxpy', got {solver!r}")
+    raise DataError(f"solver must be 'auto', 'dual', 'dual-cd' or 'cvxpy', got {solver!r}")
 
 
 def ntp_svm(H: ArrayLike, P: ArrayLike, *, solver: str = "auto") -> Array:

@@ -75,7 +75,7 @@ browser-test:
 # book is rebuilt so that its Performance page shows the new numbers.
 BENCH_LIMIT ?= 600
 bench: $(STAMP)
-	$(PY) -m ntpcore.bench --max-generic-seconds $(BENCH_LIMIT)
+	$(PY) -m ntpcore.bench --max-seconds $(BENCH_LIMIT)
 	@if ls book/executed/*.ipynb >/dev/null 2>&1; then $(MAKE) html; \
 	else echo "Run make book to build the book with the Performance page."; fi
 

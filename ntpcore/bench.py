@@ -3,16 +3,16 @@ otherwise run, measured side by side in one run.
 
 ::
 
-    python -m ntpcore.bench [--quick] [--max-generic-seconds 600] [--only solvers trainers ...]
+    python -m ntpcore.bench [--quick] [--max-seconds 600] [--only solvers trainers ...]
 
 Sections
 --------
 solvers
     Each specialised max-margin solver (NTP-SVM, nuclear-norm SVM, Graph-SVM) against the
     straightforward cvxpy formulation with Clarabel and with SCS, on the papers' instance
-    sizes and on growing sizes.  Each generic solve runs in a child process with a time
-    limit (default 10 minutes), so a solver that runs out of time or memory is recorded as
-    such and the ladder stops for it.  Reported: median/min/max time, objective, relative
+    sizes and on growing sizes.  Every solve (specialised or generic) runs in a child
+    process with a time limit (default 10 minutes), so a solver that runs out of time or
+    memory is recorded as such and the ladder stops for it.  Reported: median/min/max time, objective, relative
     objective gap to the Clarabel solution, and the worst constraint violation.
 trainers
     Steps per second of GD/NGD/Adam on the linear model against a plain numpy loop, and of
@@ -234,18 +234,25 @@ PROBLEMS: dict[str, Problem] = {
 # ----------------------------------------------------------------------------- solvers
 
 
-def _generic_child(problem: str, index: int, solver: str, repeats: int) -> dict[str, Any]:
-    """Run in a child process: time the cvxpy solve of one instance."""
+def _child(problem: str, index: int, solver: str, repeats: int) -> dict[str, Any]:
+    """Run in a child process: time one solver ("specialised" or a cvxpy backend)."""
     prob = PROBLEMS[problem]
     inst = prob.instance(prob.sizes[index].dims)
-    timing, sol = measure(lambda: prob.generic(inst, solver), repeats=repeats, warmup=0)
+    if solver == "specialised":
+        solve = functools.partial(prob.fast, inst)
+    else:
+        solve = functools.partial(prob.generic, inst, solver)
+    timing, sol = measure(solve, repeats=1, warmup=0)
+    if repeats > 1 and timing.median < 20:
+        more, sol = measure(solve, repeats=repeats - 1, warmup=0)
+        timing = type(timing)(timing.times + more.times)
     objective, violation = prob.check(inst, sol)
     return {**timing.as_dict(), "objective": objective, "violation": violation, "status": "ok"}
 
 
-def _run_generic(
-    problem: str, index: int, solver: str, timeout: float, repeats: int
-) -> dict[str, Any]:
+def _run_child(problem: str, index: int, solver: str, timeout: float, repeats: int) -> dict:
+    """Time one solve in a child process, so that a time limit or running out of memory
+    is recorded as such instead of stopping the benchmark."""
     cmd = [
         sys.executable,
         "-m",
@@ -256,10 +263,9 @@ def _run_generic(
         solver,
         str(repeats),
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     t0 = time.perf_counter()
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"status": f"timeout after {timeout:.0f} s", "median": None}
     if out.returncode != 0:
@@ -272,7 +278,7 @@ def _run_generic(
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def bench_solvers(problems: list[str], max_generic_seconds: float, quick: bool) -> list[dict]:
+def bench_solvers(problems: list[str], max_seconds: float, quick: bool) -> list[dict]:
     from tqdm.auto import tqdm
 
     rows = []
@@ -281,30 +287,22 @@ def bench_solvers(problems: list[str], max_generic_seconds: float, quick: bool) 
         sizes = prob.sizes[:2] if quick else prob.sizes
         gave_up: set[str] = set()
         for index, size in enumerate(tqdm(sizes, desc=name)):
-            inst = prob.instance(size.dims)
-            solve = functools.partial(prob.fast, inst)
-            t_fast, sol = measure(solve, repeats=1, warmup=0)
-            repeats = 5 if t_fast.median < 2 else (3 if t_fast.median < 20 else 1)
-            if repeats > 1:
-                t_fast, sol = measure(solve, repeats=repeats, warmup=0)
-            obj, viol = prob.check(inst, sol)
             row = {
                 "problem": name,
                 "title": prob.title,
                 "dims": size.dims,
                 "label": size.label,
                 "n_vars": prob.n_vars(size.dims),
-                "specialised": {**t_fast.as_dict(), "objective": obj, "violation": viol},
             }
-            for solver in GENERIC:
+            for solver in ("specialised", *GENERIC):
                 if solver in gave_up:
                     row[solver] = {
                         "status": "skipped (a smaller size ran out of time/memory)",
                         "median": None,
                     }
                     continue
-                res = _run_generic(
-                    name, index, solver, max_generic_seconds, repeats=3 if index < 2 else 1
+                res = _run_child(
+                    name, index, solver, max_seconds, repeats=5 if solver == "specialised" else 3
                 )
                 if str(res.get("status", "")).startswith(("timeout", "out of memory")):
                     gave_up.add(solver)  # larger sizes can only take longer
@@ -316,7 +314,11 @@ def bench_solvers(problems: list[str], max_generic_seconds: float, quick: bool) 
                 o = row[key].get("objective")
                 if o is not None and ref:
                     row[key]["rel_gap"] = abs(o - ref) / abs(ref)
-                if row[key].get("median") and key != "specialised":
+                if (
+                    row[key].get("median")
+                    and key != "specialised"
+                    and row["specialised"].get("median")
+                ):
                     row[key]["speedup"] = row[key]["median"] / row["specialised"]["median"]
             rows.append(row)
     return rows
@@ -486,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child"]:
         problem, index, solver, repeats = argv[1], int(argv[2]), argv[3], int(argv[4])
-        print(json.dumps(_generic_child(problem, index, solver, repeats)))
+        print(json.dumps(_child(problem, index, solver, repeats)))
         return 0
     parser = argparse.ArgumentParser(
         prog="python -m ntpcore.bench",
@@ -499,10 +501,10 @@ def main(argv: list[str] | None = None) -> int:
         help="the two smallest sizes per solver and short training runs",
     )
     parser.add_argument(
-        "--max-generic-seconds",
+        "--max-seconds",
         type=float,
         default=600.0,
-        help="time limit of one cvxpy solve (default 600)",
+        help="time limit of one solve, any solver (default 600)",
     )
     parser.add_argument(
         "--only",
@@ -525,20 +527,30 @@ def main(argv: list[str] | None = None) -> int:
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     for section in ("solvers", "trainers", "experiments", "pipeline"):
-        if section in previous and section not in args.only:
+        if section in previous:
             result[section] = previous[section]  # keep sections not re-run
     t0 = time.perf_counter()
+
+    def save() -> None:  # after every section, so an interrupted run keeps what it measured
+        result["bench_wall_time_s"] = time.perf_counter() - t0
+        write_text_atomic(BENCH_JSON, json.dumps(result, indent=1, default=float))
+
     if "solvers" in args.only:
-        result["solvers"] = bench_solvers(args.problems, args.max_generic_seconds, args.quick)
+        rows = bench_solvers(args.problems, args.max_seconds, args.quick)
+        # keep earlier rows of problems not re-run this time
+        kept = [r for r in previous.get("solvers", []) if r["problem"] not in args.problems]
+        result["solvers"] = kept + rows
         plot_solvers(result["solvers"], BENCH_DIR / "solvers.png")
+        save()
     if "trainers" in args.only:
         result["trainers"] = bench_trainers(args.quick)
+        save()
     if "experiments" in args.only:
         result["experiments"] = bench_experiments(args.quick)
+        save()
     if "pipeline" in args.only:
         result["pipeline"] = bench_pipeline()
-    result["bench_wall_time_s"] = time.perf_counter() - t0
-    write_text_atomic(BENCH_JSON, json.dumps(result, indent=1, default=float))
+    save()
     print(
         f"wrote {BENCH_JSON.relative_to(paths.ROOT)}; rebuild the book (make html) to "
         f"update the Performance page"

@@ -221,8 +221,14 @@ def train_ufm_numpy(
             np.savez(tmp_path, theta=theta, mom=mom, vel=vel, epoch=epoch, **rec.state())
 
     t0 = last_save = time.perf_counter()
-    bar = tqdm(total=cfg.n_epochs, initial=start, desc="UFM", disable=not progress,
-               mininterval=0.5, leave=False)
+    bar = tqdm(
+        total=cfg.n_epochs,
+        initial=start,
+        desc="UFM",
+        disable=not progress,
+        mininterval=0.5,
+        leave=False,
+    )
     nxt = rec.next_epoch()
     for k in range(start, cfg.n_epochs + 1):
         if k == nxt:
@@ -266,9 +272,13 @@ def train_ufm_numpy(
     seconds = time.perf_counter() - t0
     out = rec.result()
     out.update(
-        W_final=W.copy(), H_final=H.copy(), b_final=np.zeros(V),
-        seconds=seconds, sec_per_epoch=seconds / max(cfg.n_epochs - start, 1),
-        device="cpu (numpy)", n_params=int(theta.size),
+        W_final=W.copy(),
+        H_final=H.copy(),
+        b_final=np.zeros(V),
+        seconds=seconds,
+        sec_per_epoch=seconds / max(cfg.n_epochs - start, 1),
+        device="cpu (numpy)",
+        n_params=int(theta.size),
     )
     if checkpoint is not None and checkpoint.exists():
         checkpoint.unlink()
@@ -276,20 +286,25 @@ def train_ufm_numpy(
 
 
 def fit_ufm_ridge(
-    ds: ContextDataset, d: int, lam: float, *, seed: int = 0, gtol: float = 1e-10,
+    ds: ContextDataset,
+    d: int,
+    lam: float,
+    *,
+    seed: int = 0,
+    gtol: float = 1e-10,
     maxiter: int = 20000,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     r"""A stationary point of the ridge-regularised NTP-UFM [geo §1.3] by L-BFGS (float64).
 
-    .. math:: \min_{W,H}\ \CE(WH) + 	frac{\lambda}{2}(\|W\|_F^2 + \|H\|_F^2)
+        .. math:: \min_{W,H}\ \CE(WH) + 	frac{\lambda}{2}(\|W\|_F^2 + \|H\|_F^2)
 
-    (mean loss: ``CE`` weighted by :math:`\hat\pi`).  For ``d >= min(V, m)`` every local
-    minimum is global and :math:`L = WH` solves the convex problem
-    :math:`\min_L \CE(L) + \lambda\|L\|_*` [geo §1.4]; the tests certify this with the
-    subgradient condition :math:`-
-abla\CE(L)/\lambda \in \partial\|L\|_*`.
+        (mean loss: ``CE`` weighted by :math:`\hat\pi`).  For ``d >= min(V, m)`` every local
+        minimum is global and :math:`L = WH` solves the convex problem
+        :math:`\min_L \CE(L) + \lambda\|L\|_*` [geo §1.4]; the tests certify this with the
+        subgradient condition :math:`-
+    abla\CE(L)/\lambda \in \partial\|L\|_*`.
 
-    Returns ``W`` (V, d) and ``H`` (d, m).
+        Returns ``W`` (V, d) and ``H`` (d, m).
     """
     from scipy.optimize import minimize
 
@@ -310,8 +325,13 @@ abla\CE(L)/\lambda \in \partial\|L\|_*`.
         g = np.concatenate([(G @ H.T + lam * W).ravel(), (W.T @ G + lam * H).ravel()])
         return f, g
 
-    res = minimize(fun, np.concatenate([W0.ravel(), H0.ravel()]), jac=True, method="L-BFGS-B",
-                   options={"maxiter": maxiter, "gtol": gtol, "ftol": 0.0, "maxcor": 30})
+    res = minimize(
+        fun,
+        np.concatenate([W0.ravel(), H0.ravel()]),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": maxiter, "gtol": gtol, "ftol": 0.0, "maxcor": 30},
+    )
     theta = res.x
     return theta[:nW].reshape(V, d).copy(), theta[nW:].reshape(d, m).copy()
 
@@ -336,11 +356,21 @@ def build_model(ds: ContextDataset, cfg: TrainConfig) -> torch.nn.Module:
         return UFM.from_arrays(*_ufm_init_arrays(ds, cfg), dtype=cfg.torch_dtype)
     gen = torch.Generator().manual_seed(cfg.seed)
     if cfg.model == "transformer":
-        tcfg = TransformerConfig(vocab_in=len(ds.input_vocab), vocab_out=ds.V, dim=cfg.d,
-                                 n_layers=cfg.tf_layers, n_heads=cfg.tf_heads)
+        tcfg = TransformerConfig(
+            vocab_in=len(ds.input_vocab),
+            vocab_out=ds.V,
+            dim=cfg.d,
+            n_layers=cfg.tf_layers,
+            n_heads=cfg.tf_heads,
+        )
         return Transformer(tcfg, generator=gen).to(cfg.torch_dtype)
-    lcfg = LSTMConfig(vocab_in=len(ds.input_vocab), vocab_out=ds.V, dim=cfg.d,
-                      n_layers=cfg.lstm_layers, output_bias=cfg.lstm_bias)
+    lcfg = LSTMConfig(
+        vocab_in=len(ds.input_vocab),
+        vocab_out=ds.V,
+        dim=cfg.d,
+        n_layers=cfg.lstm_layers,
+        output_bias=cfg.lstm_bias,
+    )
     return LSTMModel(lcfg, generator=gen).to(cfg.torch_dtype)
 
 
@@ -375,8 +405,14 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam
     """AdamW on every parameter (the authors' single parameter group)."""
     dev = next(model.parameters()).device
     fused = dev.type in ("cpu", "cuda")
-    return torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
-                             betas=(0.9, 0.999), eps=1e-8, fused=fused)
+    return torch.optim.AdamW(
+        model.parameters(),
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        fused=fused,
+    )
 
 
 def train_torch(
@@ -410,18 +446,35 @@ def train_torch(
     def save(epoch: int) -> None:
         rec_t = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in rec.state().items()}
         with atomic_path(checkpoint) as tmp_path:
-            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "epoch": epoch,
-                        "rec": rec_t}, tmp_path)
+            torch.save(
+                {
+                    "model": model.state_dict(),
+                    "opt": opt.state_dict(),
+                    "epoch": epoch,
+                    "rec": rec_t,
+                },
+                tmp_path,
+            )
 
     def snapshot(k: int, feats: torch.Tensor) -> None:
         b = model.output_bias
-        rec.add(k, model.output_weight.detach().cpu().numpy(), feats.detach().t().cpu().numpy(),
-                None if b is None else b.detach().cpu().numpy())
+        rec.add(
+            k,
+            model.output_weight.detach().cpu().numpy(),
+            feats.detach().t().cpu().numpy(),
+            None if b is None else b.detach().cpu().numpy(),
+        )
 
     model.train()
     t0 = last_save = time.perf_counter()
-    bar = tqdm(total=cfg.n_epochs, initial=start, desc=cfg.model, disable=not progress,
-               mininterval=0.5, leave=False)
+    bar = tqdm(
+        total=cfg.n_epochs,
+        initial=start,
+        desc=cfg.model,
+        disable=not progress,
+        mininterval=0.5,
+        leave=False,
+    )
     nxt = rec.next_epoch()
     for k in range(start, cfg.n_epochs):
         feats = model.features(x)  # (m, d)
@@ -452,16 +505,19 @@ def train_torch(
         W_final=model.output_weight.detach().cpu().double().numpy(),
         H_final=feats.detach().t().cpu().double().numpy(),
         b_final=np.zeros(ds.V) if b is None else b.detach().cpu().double().numpy(),
-        seconds=seconds, sec_per_epoch=seconds / max(cfg.n_epochs - start, 1),
-        device=str(dev), n_params=int(sum(p.numel() for p in model.parameters())),
+        seconds=seconds,
+        sec_per_epoch=seconds / max(cfg.n_epochs - start, 1),
+        device=str(dev),
+        n_params=int(sum(p.numel() for p in model.parameters())),
     )
     if checkpoint is not None and checkpoint.exists():
         checkpoint.unlink()
     return out
 
 
-def naive_epoch_seconds(ds: ContextDataset, cfg: TrainConfig, n_epochs: int = 10,
-                        warmup: int = 2) -> float:
+def naive_epoch_seconds(
+    ds: ContextDataset, cfg: TrainConfig, n_epochs: int = 10, warmup: int = 2
+) -> float:
     """Seconds per epoch of the authors' formulation, for timing comparisons only.
 
     One full batch of all ``n`` training pairs (each context repeated by its count), every

@@ -21,14 +21,14 @@ def test_measure_reports_median_min_max_of_each_run():
 
 
 def test_generic_solve_in_a_child_process_and_its_time_limit():
-    res = bench._run_generic("graph-svm", 0, "CLARABEL", timeout=120, repeats=1)
+    res = bench._run_child("graph-svm", 0, "CLARABEL", timeout=120, repeats=1)
     assert res["status"] == "ok" and res["violation"] <= 1e-6
     prob = bench.PROBLEMS["graph-svm"]
     inst = prob.instance(prob.sizes[0].dims)
     objective, violation = prob.check(inst, prob.fast(inst))
     assert violation <= 1e-9
     assert abs(objective - res["objective"]) <= 1e-6 * res["objective"]
-    slow = bench._run_generic("graph-svm", 0, "CLARABEL", timeout=0.01, repeats=1)
+    slow = bench._run_child("graph-svm", 0, "CLARABEL", timeout=0.01, repeats=1)
     assert slow["status"].startswith("timeout") and slow["median"] is None
 
 

@@ -9,6 +9,9 @@ call the functions below.  Everything expensive goes through :func:`ntpcore.cach
 * :func:`convex_solution` -- :math:`L^{in}`, :math:`L^{mm}`, :math:`\tilde S` and the
   predicted embeddings of a dataset (:class:`DataConfig`);
 * :func:`run_metrics` -- the geometry metrics of §3.3 at every recorded epoch of a run.
+
+Cache keys hold the configuration and a fingerprint of the dataset
+(:func:`data_fingerprint`), so a change of the data generators never serves stale runs.
 """
 
 from __future__ import annotations
@@ -78,9 +81,15 @@ class RunConfig(DataConfig):
 
     def train_config(self) -> gt.TrainConfig:
         return gt.TrainConfig(
-            model=self.model, d=self.d, n_epochs=self.n_epochs, lr=self.lr,
-            weight_decay=self.weight_decay, lr_milestones=self.lr_milestones,
-            lr_gamma=self.lr_gamma, seed=self.seed, n_records=self.n_records,
+            model=self.model,
+            d=self.d,
+            n_epochs=self.n_epochs,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            lr_milestones=self.lr_milestones,
+            lr_gamma=self.lr_gamma,
+            seed=self.seed,
+            n_records=self.n_records,
         )
 
 
@@ -175,8 +184,11 @@ def load_dataset(cfg: DataConfig) -> ContextDataset:
 
 @functools.lru_cache(maxsize=8)
 def _load(dataset: str, data_seed: int, max_contexts: int) -> ContextDataset:
-    ds = synthetic_dataset(seed=data_seed) if dataset == "synthetic" else \
-        text_dataset(seed=data_seed)
+    ds = (
+        synthetic_dataset(seed=data_seed)
+        if dataset == "synthetic"
+        else text_dataset(seed=data_seed)
+    )
     return subset_contexts(ds, max_contexts)
 
 
@@ -231,11 +243,22 @@ def _convex_solution(key: _DataKey) -> dict[str, Any]:
     W_mm, H_mm = g.mm_embeddings(L_mm)
     S_tilde = g.centered_support(ds.S)
     return {
-        "S": ds.S.astype(np.int8), "P": ds.P, "pi": ds.pi, "L_in": g.finite_logits(ds.P),
-        "L_mm": L_mm, "S_tilde": S_tilde, "W_mm": W_mm, "H_mm": H_mm,
-        "rank_mm": int(W_mm.shape[1]), "nuc_mm": g.nuclear_norm(L_mm),
-        "nuc_S_tilde": g.nuclear_norm(S_tilde), "entropy": ds.entropy,
-        "m": ds.m, "V": ds.V, "n": ds.n, "n_groups": len(ds.support_groups),
+        "S": ds.S.astype(np.int8),
+        "P": ds.P,
+        "pi": ds.pi,
+        "L_in": g.finite_logits(ds.P),
+        "L_mm": L_mm,
+        "S_tilde": S_tilde,
+        "W_mm": W_mm,
+        "H_mm": H_mm,
+        "rank_mm": int(W_mm.shape[1]),
+        "nuc_mm": g.nuclear_norm(L_mm),
+        "nuc_S_tilde": g.nuclear_norm(S_tilde),
+        "entropy": ds.entropy,
+        "m": ds.m,
+        "V": ds.V,
+        "n": ds.n,
+        "n_groups": len(ds.support_groups),
     }
 
 
@@ -286,8 +309,11 @@ def nearest_records(res: dict[str, Any], epochs: tuple[int, ...]) -> list[int]:
 def snapshot(res: dict[str, Any], i: int) -> dict[str, np.ndarray]:
     """``cos_H`` (m, m), ``cos_W`` (V, V) and logits ``L`` (V, m) at record ``i``."""
     W, H = np.asarray(res["W"][i], np.float64), np.asarray(res["H"][i], np.float64)
-    return {"cos_H": g.cosine_matrix(H.T), "cos_W": g.cosine_matrix(W),
-            "L": _snapshot_logits(res, i)}
+    return {
+        "cos_H": g.cosine_matrix(H.T),
+        "cos_W": g.cosine_matrix(W),
+        "L": _snapshot_logits(res, i),
+    }
 
 
 def final_logits(res: dict[str, Any]) -> np.ndarray:
@@ -325,8 +351,18 @@ def _run_metrics(key: _RunKey) -> dict[str, Any]:
     cos_Hmm = g.cosine_matrix(cvx["H_mm"].T)
     cos_Wmm = g.cosine_matrix(cvx["W_mm"])
     pairs = g.same_support_pairs(cvx["S"].astype(bool))
-    keys = ("sc_H", "sc_W", "sc_W_centered", "od_H", "od_W", "dir_Lmm", "dir_Lmm_centered",
-            "dir_S_tilde", "collapse_raw", "collapse_proj")
+    keys = (
+        "sc_H",
+        "sc_W",
+        "sc_W_centered",
+        "od_H",
+        "od_W",
+        "dir_Lmm",
+        "dir_Lmm_centered",
+        "dir_S_tilde",
+        "collapse_raw",
+        "collapse_proj",
+    )
     out: dict[str, list[float]] = {k: [] for k in keys}
     for i in range(len(res["epoch"])):
         W = np.asarray(res["W"][i], np.float64)
@@ -336,7 +372,8 @@ def _run_metrics(key: _RunKey) -> dict[str, Any]:
         out["sc_H"].append(g.structural_correlation(cos_H, cos_Hmm))
         out["sc_W"].append(g.structural_correlation(cos_W, cos_Wmm))
         out["sc_W_centered"].append(
-            g.structural_correlation(g.cosine_matrix(W - W.mean(axis=0)), cos_Wmm))
+            g.structural_correlation(g.cosine_matrix(W - W.mean(axis=0)), cos_Wmm)
+        )
         out["od_H"].append(g.offdiag_correlation(cos_H, cos_Hmm) if cvx["m"] >= 3 else np.nan)
         out["od_W"].append(g.offdiag_correlation(cos_W, cos_Wmm))
         out["dir_Lmm"].append(g.direction_distance(L - L_in, L_mm))
@@ -381,8 +418,13 @@ def final_geometry(cfg: TrainSetup) -> dict[str, dict[str, np.ndarray]]:
             "L": final_logits(res),
         }
     W_t, H_t = g.balanced_factors(cvx["S_tilde"])
-    for name, L, W, H in (("mm", cvx["L_mm"], cvx["W_mm"], cvx["H_mm"]),
-                          ("S_tilde", cvx["S_tilde"], W_t, H_t)):
-        out[name] = {"cos_H": g.cosine_matrix(H.T), "cos_W": g.cosine_matrix(W),
-                     "L": L / np.linalg.norm(L)}
+    for name, L, W, H in (
+        ("mm", cvx["L_mm"], cvx["W_mm"], cvx["H_mm"]),
+        ("S_tilde", cvx["S_tilde"], W_t, H_t),
+    ):
+        out[name] = {
+            "cos_H": g.cosine_matrix(H.T),
+            "cos_W": g.cosine_matrix(W),
+            "L": L / np.linalg.norm(L),
+        }
     return out

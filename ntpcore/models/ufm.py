@@ -45,7 +45,10 @@ class UFM(nn.Module):
     """
 
     def __init__(
-        self, n_contexts: int, vocab_size: int, d: int = 128,
+        self,
+        n_contexts: int,
+        vocab_size: int,
+        d: int = 128,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()

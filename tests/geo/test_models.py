@@ -57,8 +57,10 @@ def test_transformer_paper_sizes() -> None:
 
 
 def test_transformer_init_scales() -> None:
-    model = Transformer(TransformerConfig(vocab_in=300, vocab_out=200, dim=128),
-                        generator=torch.Generator().manual_seed(0))
+    model = Transformer(
+        TransformerConfig(vocab_in=300, vocab_out=200, dim=128),
+        generator=torch.Generator().manual_seed(0),
+    )
     blk = model.layers[0]
     hid = blk.hidden
     std = {
@@ -70,8 +72,14 @@ def test_transformer_init_scales() -> None:
         "out": model.output.weight.std().item(),
     }
     small = 0.02 / math.sqrt(8)
-    for k, target in [("emb", 0.02), ("qkv", 0.02), ("w1", 0.02), ("out", 0.02),
-                      ("w3", small), ("wo", small)]:
+    for k, target in [
+        ("emb", 0.02),
+        ("qkv", 0.02),
+        ("w1", 0.02),
+        ("out", 0.02),
+        ("w3", small),
+        ("wo", small),
+    ]:
         assert abs(std[k] / target - 1) < 0.05, (k, std[k])
 
 
@@ -85,8 +93,9 @@ def _reference_features(model: Transformer, tokens: torch.Tensor) -> torch.Tenso
 
 def test_transformer_shortcuts_match_plain_forward(synth: ContextDataset) -> None:
     """Last-position-only last block and prefix sharing compute the same function."""
-    cfg = TransformerConfig(vocab_in=len(synth.input_vocab), vocab_out=synth.V, dim=32,
-                            n_layers=3, n_heads=4)
+    cfg = TransformerConfig(
+        vocab_in=len(synth.input_vocab), vocab_out=synth.V, dim=32, n_layers=3, n_heads=4
+    )
     model = Transformer(cfg, generator=torch.Generator().manual_seed(0)).double()
     tokens = _tokens(synth)
     trie = PrefixTrie(tokens)
@@ -95,10 +104,12 @@ def test_transformer_shortcuts_match_plain_forward(synth: ContextDataset) -> Non
     torch.testing.assert_close(model.features(trie), ref, rtol=1e-12, atol=1e-12)
     # and the gradients agree
     w = torch.randn(ref.shape, generator=torch.Generator().manual_seed(2), dtype=ref.dtype)
-    g_ref = torch.autograd.grad((_reference_features(model, tokens) * w).sum(),
-                                list(model.parameters()), allow_unused=True)
-    g_trie = torch.autograd.grad((model.features(trie) * w).sum(), list(model.parameters()),
-                                 allow_unused=True)
+    g_ref = torch.autograd.grad(
+        (_reference_features(model, tokens) * w).sum(), list(model.parameters()), allow_unused=True
+    )
+    g_trie = torch.autograd.grad(
+        (model.features(trie) * w).sum(), list(model.parameters()), allow_unused=True
+    )
     for a, b in zip(g_ref, g_trie, strict=True):
         if a is None:
             assert b is None or torch.count_nonzero(b) == 0
@@ -154,5 +165,8 @@ def test_models_seeded_init_is_deterministic(kind: str) -> None:
     a, b, c = build(3), build(3), build(4)
     for p, q in zip(a.parameters(), b.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
-    assert any(not torch.equal(p, r) for p, r in zip(a.parameters(), c.parameters(), strict=True)
-               if p.numel() > 16)
+    assert any(
+        not torch.equal(p, r)
+        for p, r in zip(a.parameters(), c.parameters(), strict=True)
+        if p.numel() > 16
+    )

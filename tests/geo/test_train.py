@@ -81,8 +81,9 @@ def test_distinct_context_loss_equals_naive_sample_loop(synth: ContextDataset, m
 
 def test_numpy_ufm_equals_torch_adamw(synth: ContextDataset) -> None:
     """Closed-form gradient + in-place AdamW == autograd + torch.optim.AdamW (float64)."""
-    cfg = _cfg("ufm", n_epochs=300, lr=3e-3, lr_milestones=(100, 200), weight_decay=1e-2,
-               n_records=12)
+    cfg = _cfg(
+        "ufm", n_epochs=300, lr=3e-3, lr_milestones=(100, 200), weight_decay=1e-2, n_records=12
+    )
     a = gt.train_ufm_numpy(synth, cfg, progress=False)
     b = gt.train_torch(synth, cfg, progress=False, device="cpu")
     np.testing.assert_array_equal(a["epoch"], b["epoch"])

@@ -38,17 +38,19 @@ def _path(ds: ContextDataset, lams: list[float], d: int = 32) -> list[dict[str, 
         W, H = gt.fit_ufm_ridge(ds, d, lam)
         L = W @ H
         G = -g.ce_grad(L, ds.P, ds.pi) / lam
-        out.append({
-            "lam": lam,
-            "op": float(np.linalg.norm(G, 2)),
-            "tight": float(np.sum(G * L) / g.nuclear_norm(L)),
-            "balance": float(np.linalg.norm(W.T @ W - H @ H.T) / np.linalg.norm(W.T @ W)),
-            "mean_word": float(np.linalg.norm(W.sum(axis=0)) / np.linalg.norm(W)),
-            "pf": float(np.linalg.norm(g.project_F(L, ds.S) - L_in)),
-            "dir": g.direction_distance(L, L_mm),
-            "excess": g.ce_excess(L, ds.P, ds.pi),
-            "nuc": g.nuclear_norm(L),
-        })
+        out.append(
+            {
+                "lam": lam,
+                "op": float(np.linalg.norm(G, 2)),
+                "tight": float(np.sum(G * L) / g.nuclear_norm(L)),
+                "balance": float(np.linalg.norm(W.T @ W - H @ H.T) / np.linalg.norm(W.T @ W)),
+                "mean_word": float(np.linalg.norm(W.sum(axis=0)) / np.linalg.norm(W)),
+                "pf": float(np.linalg.norm(g.project_F(L, ds.S) - L_in)),
+                "dir": g.direction_distance(L, L_mm),
+                "excess": g.ce_excess(L, ds.P, ds.pi),
+                "nuc": g.nuclear_norm(L),
+            }
+        )
     return out
 
 
@@ -121,6 +123,7 @@ def test_adamw_ufm_paper_protocol_matches_the_theory(
     assert np.all(col["proj_cos"] > 0.95)
     cosH = g.cosine_matrix(r["H_final"].T)
     same = {tuple(p) for p in pairs.tolist()}
-    other = [cosH[a, b] for a in range(synth.m) for b in range(a + 1, synth.m)
-             if (a, b) not in same]
+    other = [
+        cosH[a, b] for a in range(synth.m) for b in range(a + 1, synth.m) if (a, b) not in same
+    ]
     assert col["raw_cos"].min() > np.mean(other)

@@ -60,12 +60,12 @@ nbval: $(STAMP)
 	NTP_FIGURE_DIR=$(TEST_OUT)/figures NTP_EXECUTED_DIR=$(TEST_OUT)/executed \
 	  $(PY) -m ntpcore.reproduce --profile quick --jobs $(JOBS)
 	NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
-	  --nbval-lax --nbval-current-env -q $(TEST_OUT)/executed
+	  --nbval-lax --nbval-current-env --nbval-cell-timeout=600 -q $(TEST_OUT)/executed
 
 # Strict nbval: every text output of the book's executed notebooks must reproduce.
 check-book: $(STAMP)
 	NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
-	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -q book/executed
+	  --nbval --nbval-current-env --nbval-cell-timeout=3600 --nbval-sanitize-with tests/nbval_sanitize.cfg -q book/executed
 
 browser-test:
 	test -d node_modules/playwright-core || npm ci --no-audit --no-fund

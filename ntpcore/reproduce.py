@@ -43,6 +43,10 @@ from ntpcore.registry import (
 
 #: Environment given to every kernel for reproducible numerics.
 KERNEL_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+#: Per-cell time limit (seconds) by profile: a quick-profile cell never legitimately takes
+#: minutes, so a hung kernel fails the run instead of stalling CI; paper-profile cells
+#: may train for an hour on a CPU and have no limit.
+CELL_TIMEOUT = {"quick": 600.0, "paper": None}
 #: Display tags copied onto papermill's injected-parameters cell (papermill#731).
 INJECTED_TAGS = ("hide-input",)
 FAILED_DIR = paths.ROOT / "_build" / "failed"
@@ -54,6 +58,7 @@ class Job:
     profile: str
     parameters: dict[str, Any]
     adhoc: dict[str, Any] = field(default_factory=dict)
+    cell_timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +113,7 @@ def plan(
             validate_overrides(specs, entry.quick, "registry quick", fig_id)
         validate_overrides(specs, adhoc, "--set", fig_id)
         params = {**entry.overrides(profile), **adhoc, "fig_id": fig_id, "profile": profile}
-        jobs.append(Job(entry, profile, params, dict(adhoc)))
+        jobs.append(Job(entry, profile, params, dict(adhoc), CELL_TIMEOUT[profile]))
     return jobs
 
 
@@ -147,6 +152,7 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
             parameters=job.parameters,
             cwd=str(paths.NOTEBOOK_DIR),
             kernel_name="python3",
+            execution_timeout=job.cell_timeout,
             progress_bar=progress,
             log_output=False,
         )

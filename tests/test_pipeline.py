@@ -195,6 +195,7 @@ def test_runner_rejects_bad_overrides_before_any_kernel_starts(monkeypatch, caps
 def test_failing_notebook_leaves_no_figure_and_names_the_cell(tmp_path, monkeypatch):
     monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "figures"))
     monkeypatch.setenv("NTP_EXECUTED_DIR", str(tmp_path / "executed"))
+    monkeypatch.setattr(reproduce, "FAILED_DIR", tmp_path / "failed")
     body = (
         "from matplotlib import pyplot as plt\nfrom ntpcore import provenance\n"
         "fig = plt.figure(); provenance.savefig(fig, fig_id, {}, profile=profile)\n"
@@ -212,6 +213,14 @@ def test_failing_notebook_leaves_no_figure_and_names_the_cell(tmp_path, monkeypa
     )
     assert not (tmp_path / "figures").exists() or not any((tmp_path / "figures").iterdir())
     assert not (tmp_path / "executed" / "lin-fail.ipynb").exists()
+    assert (tmp_path / "failed" / "lin-fail.ipynb").exists(), "the traceback copy is kept"
+
+
+def test_quick_profile_cells_have_a_time_limit():
+    fig_id = next(iter(REG))
+    (quick,) = reproduce.plan([fig_id], "quick", {}, REG)
+    (paper,) = reproduce.plan([fig_id], "paper", {}, REG)
+    assert quick.cell_timeout and quick.cell_timeout > 0 and paper.cell_timeout is None
 
 
 # ----------------------------------------------------------------------------- cache

@@ -488,41 +488,57 @@ class LinPhaseConfig:
     n_trials: int = 40
 
 
-def _sweep(cfg: LinPhaseConfig, V: int, S: int, dims: np.ndarray, bar) -> dict:
-    sep, comp = [], []
-    for d in dims:
-        r = run_phase_point(
-            LinPhasePointConfig(cfg.seed, V, S, cfg.n_contexts, int(d), cfg.n_trials)
-        )
-        ok = r["n_trials"] - r["n_lp_failed"]
-        sep.append(r["n_separable"] / max(ok, 1))
-        comp.append(r["n_compatible"] / r["n_trials"])
-        if bar is not None:
-            bar.update(1)
-    return {"sep": np.array(sep), "comp": np.array(comp)}
+def run_phase(
+    cfg: LinPhaseConfig,
+    progress: bool = True,
+    *,
+    n_workers: int = 1,
+    scheduler: str | None = None,
+) -> dict:
+    """Fraction of NTP-separable / compatible instances vs d/m (per-point cached).
 
+    The points are independent runs: they go through :func:`ntpcore.sweep.map_runs`
+    (in-process by default, ``n_workers`` local processes, or a ``dask.distributed``
+    scheduler address).  How they run does not change what they compute, so neither is
+    part of ``cfg`` or of any cache key.
+    """
+    from ntpcore.sweep import map_runs
 
-def run_phase(cfg: LinPhaseConfig, progress: bool = True) -> dict:
-    """Fraction of NTP-separable / compatible instances vs d/m (per-point cached)."""
     t0 = time.perf_counter()
     dims = np.unique(np.maximum(1, np.round(np.asarray(cfg.ratios) * cfg.n_contexts)))
     dims = dims.astype(np.int64)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        n_pts = dims.size * (len(cfg.support_sizes) + len(cfg.onehot_vocab_sizes))
-        bar = tqdm(total=n_pts, desc="phase diagram", leave=False)
+    curves = [(cfg.vocab_size, S) for S in cfg.support_sizes]
+    curves += [(V, 1) for V in cfg.onehot_vocab_sizes]
+    curves = list(dict.fromkeys(curves))  # one curve per (V, S), even if listed twice
+    points = [
+        LinPhasePointConfig(cfg.seed, V, S, cfg.n_contexts, int(d), cfg.n_trials)
+        for V, S in curves
+        for d in dims
+    ]
+    results = map_runs(
+        run_phase_point,
+        points,
+        n_workers=n_workers,
+        scheduler=scheduler,
+        desc="phase diagram",
+        progress=progress,
+    )
+    sep: dict[tuple[int, int], list[float]] = {}
+    comp: dict[tuple[int, int], list[float]] = {}
+    for pt, r in zip(points, results, strict=True):
+        ok = r["n_trials"] - r["n_lp_failed"]
+        sep.setdefault((pt.vocab_size, pt.support_size), []).append(r["n_separable"] / max(ok, 1))
+        comp.setdefault((pt.vocab_size, pt.support_size), []).append(
+            r["n_compatible"] / r["n_trials"]
+        )
     out: dict = {"dims": dims, "ratio": dims / cfg.n_contexts}
     for S in cfg.support_sizes:
-        r = _sweep(cfg, cfg.vocab_size, S, dims, bar)
-        out[f"sep_S{S}"], out[f"comp_S{S}"] = r["sep"], r["comp"]
+        key = (cfg.vocab_size, S)
+        out[f"sep_S{S}"], out[f"comp_S{S}"] = np.array(sep[key]), np.array(comp[key])
         out[f"pred_S{S}"] = cone_threshold(cfg.vocab_size, S) if S < cfg.vocab_size else 1.0
     for V in cfg.onehot_vocab_sizes:
-        out[f"sep_V{V}"] = _sweep(cfg, V, 1, dims, bar)["sep"]
+        out[f"sep_V{V}"] = np.array(sep[(V, 1)])
         out[f"pred_V{V}"] = cone_threshold(V, 1)
-    if bar is not None:
-        bar.close()
     # Cover's exact finite-m curve for V = 2 one-hot: P = 2^(1-m) sum_{k<d} C(m-1, k).
     from scipy.stats import binom
 

@@ -48,3 +48,16 @@ def test_train_run_is_cached_and_reproducible():
     b = E.run_train(cfg)
     assert np.array_equal(a["norm"], b["norm"]) and a["monotone"]
     assert a["steps"][0] == 0 and a["steps"][-1] == 200
+
+
+def test_phase_points_run_through_dask_processes_with_the_same_result(tmp_path, monkeypatch):
+    cfg = E.LinPhaseConfig(
+        n_contexts=8, ratios=(0.3, 0.6), n_trials=3, support_sizes=(2,), onehot_vocab_sizes=(3,)
+    )
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
+    serial = E.run_phase(cfg, progress=False)
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "parallel"))  # no shared cache hits
+    parallel = E.run_phase(cfg, progress=False, n_workers=2)
+    for key in ("sep_S2", "comp_S2", "sep_V3"):
+        np.testing.assert_array_equal(serial[key], parallel[key])
+    assert any((tmp_path / "parallel").rglob("*.json")), "the workers wrote the point cache"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ntpcore import bench
-from ntpcore.timing import Timing, measure
+from ntpcore.bench import solvers as bench
+from ntpcore.bench.timing import Timing, measure
 
 
 def test_measure_reports_median_min_max_of_each_run():

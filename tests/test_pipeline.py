@@ -16,9 +16,10 @@ import pytest
 import yaml
 from matplotlib import pyplot as plt
 
-from ntpcore import cache, paths, provenance, registry, reproduce
-from ntpcore._io import write_text_atomic
+from ntpcore.core.io import write_text_atomic
 from ntpcore.errors import ParameterError
+from ntpcore.pipeline import cache, paths, provenance, registry
+from ntpcore.pipeline import runner as reproduce
 
 ROOT = paths.ROOT
 REG = registry.load_registry()
@@ -197,7 +198,7 @@ def test_failing_notebook_leaves_no_figure_and_names_the_cell(tmp_path, monkeypa
     monkeypatch.setenv("NTP_EXECUTED_DIR", str(tmp_path / "executed"))
     monkeypatch.setattr(reproduce, "FAILED_DIR", tmp_path / "failed")
     body = (
-        "from matplotlib import pyplot as plt\nfrom ntpcore import provenance\n"
+        "from matplotlib import pyplot as plt\nfrom ntpcore.pipeline import provenance\n"
         "fig = plt.figure(); provenance.savefig(fig, fig_id, {}, profile=profile)\n"
         "raise RuntimeError('boom after saving')\n"
     )
@@ -265,7 +266,7 @@ def test_interrupted_write_leaves_no_file(tmp_path):
         fh.write(b"partial")
         raise KeyboardInterrupt
 
-    from ntpcore._io import write_atomic
+    from ntpcore.core.io import write_atomic
 
     with pytest.raises(KeyboardInterrupt):
         write_atomic(target, boom)

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ntpcore.sweep import map_runs
+from ntpcore.pipeline.sweep import map_runs
 
 
 @dataclasses.dataclass(frozen=True)

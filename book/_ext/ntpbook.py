@@ -29,8 +29,8 @@ from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from ntpcore import paths
-from ntpcore.registry import load_registry
+from ntpcore.pipeline import paths
+from ntpcore.pipeline.registry import load_registry
 
 logger = logging.getLogger(__name__)
 PAPER_CITES = {

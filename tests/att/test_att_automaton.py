@@ -8,9 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from ntpcore.att_data import sample_dataset, toy_dataset
-from ntpcore.att_dynamics import loss_grad, make_problem, run_descent
-from ntpcore.attention import (
+from ntpcore.att import (
     automaton_predict,
     build_automaton,
     finite_component,
@@ -18,6 +16,8 @@ from ntpcore.attention import (
     subspaces,
     total_variation,
 )
+from ntpcore.att.data import sample_dataset, toy_dataset
+from ntpcore.att.dynamics import loss_grad, make_problem, run_descent
 
 
 def _auto(name):

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from ntpcore.att_data import random_labels, random_sequences, sample_dataset, unit_embeddings
-from ntpcore.att_dynamics import (
+from ntpcore.att import subspaces
+from ntpcore.att.data import random_labels, random_sequences, sample_dataset, unit_embeddings
+from ntpcore.att.dynamics import (
     HEAD_LOSSES,
     attention,
     loss_grad,
@@ -17,9 +18,8 @@ from ntpcore.att_dynamics import (
     run_descent,
     smoothness_bound,
 )
-from ntpcore.attention import subspaces
+from ntpcore.att.oracle import OneLayerAttention, attention_loss, descent_step
 from ntpcore.errors import DataError
-from ntpcore.models.attention import OneLayerAttention, attention_loss, descent_step
 
 
 def _data(seed, n=5, T=9, K=6, d=8):
@@ -186,7 +186,7 @@ def test_problem_rejects_bad_inputs():
 
 def test_metric_conventions():
     """§5.22: corr is 0 against a zero matrix; the largest attention lies in [1/T, 1]."""
-    from ntpcore.attention import corr
+    from ntpcore.att import corr
 
     A = np.arange(9.0).reshape(3, 3)
     assert corr(A, np.zeros((3, 3))) == 0.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntpcore.experiments import att
+from ntpcore.att import experiments as att
 
 pytestmark = pytest.mark.theory
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntpcore.att_data import sample_dataset, toy_dataset
-from ntpcore.att_dynamics import make_problem, run_descent
-from ntpcore.attention import (
+from ntpcore.att import (
     corr,
     cyclic_samples,
     finite_component,
@@ -21,6 +19,8 @@ from ntpcore.attention import (
     subspaces,
     token_priority_graphs,
 )
+from ntpcore.att.data import sample_dataset, toy_dataset
+from ntpcore.att.dynamics import make_problem, run_descent
 
 LOG2 = np.log(2.0)
 

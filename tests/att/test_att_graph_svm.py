@@ -6,20 +6,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntpcore.att_data import sample_dataset, toy_dataset, unit_embeddings
-from ntpcore.att_svm import (
-    _edge_triples,
-    _rows,
-    graph_svm_constraints,
-    graph_svm_from_graphs,
-    solve_max_margin,
-)
-from ntpcore.attention import (
+from ntpcore.att import (
     graph_svm,
     graph_svm_cvxpy,
     scc_structures,
     subspaces,
     token_priority_graphs,
+)
+from ntpcore.att.data import sample_dataset, toy_dataset, unit_embeddings
+from ntpcore.att.svm import (
+    _edge_triples,
+    _rows,
+    graph_svm_constraints,
+    graph_svm_from_graphs,
+    solve_max_margin,
 )
 from ntpcore.errors import DataError, InfeasibleError
 
@@ -191,7 +191,7 @@ def test_local_graph_svm_uses_the_selected_tokens():
     """§2.11: the local Graph-SVM is the Graph-SVM of the graph of the selected tokens.  When
     attention selects exactly the labels, it equals the global Graph-SVM; when it selects
     another token, that token takes the label's place."""
-    from ntpcore.attention import local_graph_svm
+    from ntpcore.att import local_graph_svm
 
     d = toy_dataset("acyclic")  # (0, 1, 2) -> 0
     on_label = np.array([[1.0, 0.0, 0.0]])

@@ -6,10 +6,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from ntpcore.att_data import random_labels, random_sequences, toy_dataset
-from ntpcore.attention import token_priority_graphs
-from ntpcore.errors import DataError
-from ntpcore.priority import (
+from ntpcore.att import token_priority_graphs
+from ntpcore.att.data import random_labels, random_sequences, toy_dataset
+from ntpcore.att.priority import (
     cyclic_samples,
     is_acyclic,
     local_token_priority_graphs,
@@ -18,6 +17,7 @@ from ntpcore.priority import (
     scc_structures,
     select_tokens,
 )
+from ntpcore.errors import DataError
 
 
 def _random(seed: int, n: int = 12, T: int = 4, K: int = 7):

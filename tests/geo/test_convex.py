@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntpcore import geometry as g
-from ntpcore.corpus import synthetic_dataset
+from ntpcore import geo as g
 from ntpcore.errors import DataError
-from ntpcore.geo_svm import reduce_support
+from ntpcore.geo.corpus import synthetic_dataset
+from ntpcore.geo.svm import reduce_support
 
 pytestmark = pytest.mark.theory
 
@@ -262,7 +262,7 @@ def test_bad_inputs() -> None:
 
 def test_experiments_roundtrip(tmp_path, monkeypatch) -> None:
     """The cached experiment functions run, and a cache hit returns the same numbers."""
-    from ntpcore.experiments import geo_convex as ex
+    from ntpcore.geo.experiments import convex as ex
 
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path))
     cfg = ex.ProxyConfig(vocab_size=8, n_contexts=10, support_sizes=(1, 3), n_trials=2)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntpcore.corpus import (
+from ntpcore.errors import DataError
+from ntpcore.geo.corpus import (
     ContextDataset,
     builtin_corpus_path,
     synthetic_dataset,
     text_dataset,
 )
-from ntpcore.errors import DataError
 
 
 @pytest.fixture(scope="module")

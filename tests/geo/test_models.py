@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from ntpcore.corpus import ContextDataset, synthetic_dataset
-from ntpcore.models.lstm import LSTMConfig, LSTMModel
-from ntpcore.models.transformer import PrefixTrie, Transformer, TransformerConfig
-from ntpcore.models.ufm import UFM, init_ufm
+from ntpcore.geo.corpus import ContextDataset, synthetic_dataset
+from ntpcore.geo.models.lstm import LSTMConfig, LSTMModel
+from ntpcore.geo.models.transformer import PrefixTrie, Transformer, TransformerConfig
+from ntpcore.geo.models.ufm import UFM, init_ufm
 
 
 @pytest.fixture(scope="module")

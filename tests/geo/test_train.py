@@ -12,9 +12,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ntpcore import geo_train as gt
-from ntpcore.corpus import ContextDataset, synthetic_dataset
-from ntpcore.geometry import ce_loss
+from ntpcore.geo import ce_loss
+from ntpcore.geo import train as gt
+from ntpcore.geo.corpus import ContextDataset, synthetic_dataset
 
 SMALL = {"d": 16, "tf_layers": 1, "tf_heads": 2, "lstm_layers": 1}
 

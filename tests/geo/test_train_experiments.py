@@ -1,13 +1,13 @@
-"""Cached training experiments (ntpcore.experiments.geo_train): keys, subsets, resumption."""
+"""Cached training experiments (ntpcore.geo.experiments.training): keys, subsets, resumption."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ntpcore.corpus import synthetic_dataset
 from ntpcore.errors import DataError
-from ntpcore.experiments import geo_train as ex
+from ntpcore.geo.corpus import synthetic_dataset
+from ntpcore.geo.experiments import training as ex
 
 TINY = {"n_epochs": 30, "lr": 1e-3, "lr_milestones": (20,), "n_records": 6, "d": 16}
 

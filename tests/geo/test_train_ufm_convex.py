@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntpcore import geo_train as gt
-from ntpcore import geometry as g
-from ntpcore.corpus import ContextDataset, synthetic_dataset
+from ntpcore import geo as g
+from ntpcore.geo import train as gt
+from ntpcore.geo.corpus import ContextDataset, synthetic_dataset
 
 
 @pytest.fixture(scope="module")

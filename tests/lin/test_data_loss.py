@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntpcore import linear as lin
+from ntpcore import lin
 from ntpcore.errors import DataError, NTPError
 
 

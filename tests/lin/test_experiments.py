@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntpcore.experiments import lin as E
+from ntpcore.lin import experiments as E
 
 
 @pytest.fixture(autouse=True)

@@ -1,12 +1,12 @@
-"""The generic trainers of ntpcore.optim on problems with known answers."""
+"""The generic trainers of ntpcore.core.optim on problems with known answers."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from ntpcore.core.optim import init_weights, train
 from ntpcore.errors import DataError, SolverError
-from ntpcore.optim import init_weights, train
 
 
 def quad(A: np.ndarray):

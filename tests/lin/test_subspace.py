@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntpcore import linear as lin
+from ntpcore import lin
 from ntpcore.errors import IncompatibleError
-from ntpcore.lin_subspace import log_odds
+from ntpcore.lin.subspace import log_odds
 
 pytestmark = pytest.mark.theory
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.special import comb
 
-from ntpcore import linear as lin
+from ntpcore import lin
 from ntpcore.errors import InfeasibleError
-from ntpcore.lin_svm import svm_cvxpy, svm_dual
+from ntpcore.lin.svm import svm_cvxpy, svm_dual
 
 pytestmark = pytest.mark.theory
 

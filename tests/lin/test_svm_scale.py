@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntpcore import linear as lin
+from ntpcore import lin
 from ntpcore.errors import InfeasibleError
-from ntpcore.lin_svm import (
+from ntpcore.lin.svm import (
     _check_infeasible,
     _project_column,
     separability_lp,

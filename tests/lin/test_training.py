@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntpcore import linear as lin
-from ntpcore.plotting import log_steps
+from ntpcore import lin
+from ntpcore.pipeline.plotting import log_steps
 
 pytestmark = pytest.mark.theory
 

@@ -1,0 +1,152 @@
+r"""Public API of the self-attention paper (key ``att``).
+
+Li, Huang, Ildiz, Rawat & Oymak, *Mechanics of Next Token Prediction with Self-Attention*,
+AISTATS 2024 (arXiv:2403.08081).
+
+Conventions
+-----------
+* token embeddings ``E`` (K, d), row ``k`` = token ``k`` (0-based ids);
+* sequences as integer token ids ``tokens`` (n, T); the **last column is the last token**
+  :math:`\bar x_i` (the query, which also attends to itself);
+* labels ``labels`` (n,);
+* attention weights ``W`` (d, d) with scores :math:`z_{it} = x_{it}^\top W \bar x_i`.
+
+The three functions named by the paper's issue:
+
+* :func:`token_priority_graphs` — the K TPGs :math:`G^{(k)}` (networkx DiGraphs);
+* :func:`graph_svm` — the Graph-SVM direction :math:`W^{\mathrm{svm}}` (d, d), raising
+  :class:`ntpcore.errors.InfeasibleError` with the reason when infeasible;
+* :func:`finite_component` — :math:`W^{\mathrm{fin}}`, the minimiser of the reduced loss on the
+  cyclic subspace (convex solve).
+
+and the rest of the paper's machinery, re-exported from the implementation modules:
+:mod:`ntpcore.att.priority` (SCCs, priority order, local TPGs), :mod:`ntpcore.att.svm` (subspaces,
+projections, cvxpy references, regularization path), :mod:`ntpcore.att.dynamics` (losses,
+closed-form gradients, GD / normalized GD, batched), :mod:`ntpcore.att.automaton` (hard retrieval
++ soft composition) and :mod:`ntpcore.att.data` (generators, exact toys).  The torch model is
+:class:`ntpcore.att.oracle.OneLayerAttention` (imported on demand: torch is heavy).
+"""
+
+from __future__ import annotations
+
+from ntpcore.att.automaton import (
+    Automaton,
+    AutomatonOutput,
+    automaton_predict,
+    build_automaton,
+    model_output,
+    total_variation,
+)
+from ntpcore.att.data import (
+    TOYS,
+    AttDataset,
+    random_labels,
+    random_sequences,
+    sample_dataset,
+    toy_dataset,
+    unit_embeddings,
+)
+from ntpcore.att.dynamics import (
+    HEAD_LOSSES,
+    AttentionProblem,
+    attention,
+    loss_grad,
+    make_problem,
+    run_descent,
+    smoothness_bound,
+)
+from ntpcore.att.priority import (
+    SCCStructure,
+    cyclic_samples,
+    is_acyclic,
+    local_token_priority_graphs,
+    reduced_position_mask,
+    scc_structure,
+    scc_structures,
+    select_tokens,
+    token_priority_graphs,
+)
+from ntpcore.att.svm import (
+    GraphSVMResult,
+    Subspaces,
+    corr,
+    finite_component,
+    finite_component_cvxpy,
+    graph_svm,
+    graph_svm_constraints,
+    graph_svm_cvxpy,
+    graph_svm_from_graphs,
+    project,
+    reduced_log_loss,
+    regularization_path,
+    solve_max_margin,
+    subspaces,
+)
+
+__all__ = [
+    "HEAD_LOSSES",
+    "TOYS",
+    "AttDataset",
+    "AttentionProblem",
+    "Automaton",
+    "AutomatonOutput",
+    "GraphSVMResult",
+    "SCCStructure",
+    "Subspaces",
+    "attention",
+    "automaton_predict",
+    "build_automaton",
+    "corr",
+    "cyclic_samples",
+    "finite_component",
+    "finite_component_cvxpy",
+    "graph_svm",
+    "graph_svm_constraints",
+    "graph_svm_cvxpy",
+    "graph_svm_from_graphs",
+    "is_acyclic",
+    "local_graph_svm",
+    "local_token_priority_graphs",
+    "loss_grad",
+    "make_problem",
+    "model_output",
+    "project",
+    "random_labels",
+    "random_sequences",
+    "reduced_log_loss",
+    "reduced_position_mask",
+    "regularization_path",
+    "run_descent",
+    "sample_dataset",
+    "scc_structure",
+    "scc_structures",
+    "select_tokens",
+    "smoothness_bound",
+    "solve_max_margin",
+    "subspaces",
+    "token_priority_graphs",
+    "toy_dataset",
+    "total_variation",
+    "unit_embeddings",
+]
+
+
+def local_graph_svm(E, tokens, attention_weights, *, c_thres: float = 1e-2, e_thres: float = 9e-3):
+    r"""Local Graph-SVM of §2.11: the Graph-SVM of the local TPGs built from the tokens that a
+    trained attention layer selects (mass > ``c_thres``; ambiguous tokens with mass in
+    ``(e_thres, c_thres]`` are left out of the edges).
+
+    Parameters
+    ----------
+    E : (K, d); tokens : (n, T) ids; attention_weights : (n, T) attention of the trained model.
+
+    Returns
+    -------
+    W_svm_local : (d, d); raises InfeasibleError like :func:`graph_svm`.
+    """
+    from ntpcore.att.svm import check_embeddings
+
+    E = check_embeddings(E)
+    K = E.shape[0]
+    sel, amb = select_tokens(tokens, attention_weights, K, c_thres=c_thres, e_thres=e_thres)
+    return graph_svm_from_graphs(E, local_token_priority_graphs(tokens, sel, amb, K)).W

@@ -1,0 +1,576 @@
+r"""Cached experiments of the self-attention paper (key ``att``), one function per notebook.
+
+Every function takes one frozen ``*Config`` whose fields are the notebook's parameter names and
+returns a dict of arrays and scalars (cached by :func:`ntpcore.pipeline.cache.cached`).
+
+Speed: all trials of an experiment run as **one batched numpy program** (trials on a leading
+axis; the W run and the reduced W^fin run side by side) with the closed-form gradients of
+:mod:`ntpcore.att.dynamics`; the Graph-SVM uses the exact active-set solver of
+:mod:`ntpcore.att.svm` and W^fin a Newton solve.  ``*.__wrapped__(cfg)`` runs uncached
+(benchmarks).
+
+Randomness: trial ``r`` draws its data, embeddings and initialisation from
+``default_rng(SeedSequence(seed).spawn(n_trials)[r])``.  Draws rejected by the graph condition
+and infeasible Graph-SVM draws are counted and returned (``n_rejected``, ``n_infeasible``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ntpcore.att.automaton import automaton_predict, build_automaton, model_output
+from ntpcore.att.data import AttDataset, sample_dataset, toy_dataset, unit_embeddings
+from ntpcore.att.dynamics import attention, make_problem, run_descent
+from ntpcore.att.priority import (
+    cyclic_samples,
+    local_token_priority_graphs,
+    reduced_position_mask,
+    scc_structures,
+    select_tokens,
+    token_priority_graphs,
+)
+from ntpcore.att.svm import (
+    corr,
+    finite_component,
+    graph_svm_from_graphs,
+    reduced_log_loss,
+    regularization_path,
+    subspaces,
+)
+from ntpcore.errors import DataError, InfeasibleError
+from ntpcore.pipeline.cache import cached
+
+__all__ = [
+    "AttConceptualConfig",
+    "AttGlobalConfig",
+    "AttLocalConfig",
+    "AttRegPathConfig",
+    "AttSCCStatsConfig",
+    "model_output_batch",
+    "playground_state",
+    "run_conceptual",
+    "run_global",
+    "run_local",
+    "run_reg_path",
+    "run_scc_stats",
+    "trial_rngs",
+]
+
+
+def trial_rngs(seed: int, n_trials: int) -> list[np.random.Generator]:
+    """Independent generators of the trials: ``SeedSequence(seed).spawn(n_trials)``."""
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n_trials)]
+
+
+def _feasible_trial(rng, n, T, K, d, graph):
+    """Draw a dataset satisfying the graph condition with a feasible Graph-SVM.
+
+    Returns the dataset, its TPGs, W^svm and the number of infeasible embedding draws."""
+    data = sample_dataset(rng, n, T, K, d, graph=graph)
+    graphs = token_priority_graphs(data.tokens, data.labels, K)
+    for n_inf in range(1000):
+        try:
+            W_svm = graph_svm_from_graphs(data.E, graphs).W
+            return data, graphs, W_svm, n_inf
+        except InfeasibleError:  # counted; a new embedding draw (typical only when K > d)
+            data = AttDataset(unit_embeddings(rng, K, d), data.tokens, data.labels, data.n_rejected)
+    raise InfeasibleError(f"1000 infeasible embedding draws in a row (K={K}, d={d})")
+
+
+def _padded_bases(bases: list[np.ndarray], p: int) -> np.ndarray:
+    """Stack row-orthonormal bases of different ranks into (B, r_max, p), zero-padded."""
+    r = max([b.shape[0] for b in bases] + [1])
+    out = np.zeros((len(bases), r, p))
+    for i, b in enumerate(bases):
+        out[i, : b.shape[0]] = b
+    return out
+
+
+def _project_traj(traj: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Project a trajectory (S, Bt, d, d) on per-trial bases (Bt, r, d*d)."""
+    S, Bt, d, _ = traj.shape
+    w = traj.reshape(S, Bt, d * d).transpose(1, 0, 2)  # (Bt, S, p)
+    c = np.matmul(w, B.transpose(0, 2, 1))  # (Bt, S, r) coordinates
+    return np.matmul(c, B).transpose(1, 0, 2).reshape(traj.shape)
+
+
+def _scc_onehot(tokens: np.ndarray, structures) -> np.ndarray:
+    """(n, T, K) one-hot of the SCC id in ``G^(k_i)`` of the token at each position."""
+    n, T = tokens.shape
+    K = structures[0].K
+    out = np.zeros((n, T, K))
+    for i, seq in enumerate(tokens):
+        out[i, np.arange(T), structures[int(seq[-1])].scc[seq]] = 1.0
+    return out
+
+
+# ============================================================================================
+# global convergence (acyclic / cyclic TPGs), NGD as in the paper or plain GD as in the theorem
+# ============================================================================================
+@dataclass(frozen=True)
+class AttGlobalConfig:
+    """Global-convergence experiment (§3.1–3.3; plain GD for the theorem's setting)."""
+
+    seed: int = 0  # base seed; trial r uses SeedSequence(seed).spawn(n_trials)[r]
+    n_trials: int = 10  # independent trials (data, embeddings, init, SVM redrawn)
+    n_samples: int = 6  # n: sequences per dataset
+    seq_len: int = 4  # T: tokens per sequence (distinct when T <= K)
+    vocab_size: int = 6  # K
+    dim: int = 8  # d (K <= d: Graph-SVM always feasible)
+    graph: str = "cyclic"  # "cyclic" (>= 1 cyclic TPG) | "acyclic" (all TPGs acyclic)
+    optimizer: str = "ngd"  # "ngd" (paper's experiments) | "gd" (the theorem)
+    step_size: float = 0.01  # eta
+    n_steps: int = 4000  # iterations
+
+
+@cached
+def run_global(cfg: AttGlobalConfig) -> dict:
+    """W(τ) from a random init and the reduced W^fin(τ) run from 0, all trials batched.
+
+    Metrics per trial and recorded step (arrays ``(n_trials, S)``):
+    ``corr_svm`` = corr(W, W^svm); ``corr_full`` = corr(W, W^fin + R W^svm) with
+    R = <W(end) - W^fin, W^svm>/||W^svm||^2 fitted at the last iterate; ``proj_corr`` =
+    corr(W^svm, W - Π_Sfin W); ``norm_diff`` = ||Π_Sfin W(τ) - W_fin(τ)|| (time-aligned reduced
+    run, as in the paper); ``fin_err`` = ||Π_Sfin W(τ) - W^fin|| (to the exact limit);
+    ``attn_best`` = mean over samples of the largest attention mass on one SCC of G^(k_i);
+    ``attn_label`` = mean attention mass on the label's SCC; ``loss`` and ``loss_gap`` = L - L*;
+    ``W_norm``; ``perp_drift`` = ||Π_S⊥ W(τ) - Π_S⊥ W(0)||.
+    NGD records every step, GD ~200 log-spaced steps.
+    """
+    if cfg.optimizer not in ("ngd", "gd"):
+        raise DataError(f"optimizer must be 'ngd' or 'gd', got {cfg.optimizer!r}")
+    t0 = time.perf_counter()
+    n, T, K, d = cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim
+    Es, toks, labs, W0s, Wsvm, Wfin, Bfin, BS, masks, weights, Lstar = ([] for _ in range(11))
+    n_rej = n_inf = 0
+    n_cyc, dim_fin, onehots = [], [], []
+    for rng in trial_rngs(cfg.seed, cfg.n_trials):
+        data, graphs, W_svm, ninf = _feasible_trial(rng, n, T, K, d, cfg.graph)
+        n_rej += data.n_rejected
+        n_inf += ninf
+        E, tok, lab = data.E, data.tokens, data.labels
+        structures = scc_structures(graphs)
+        sub = subspaces(E, tok, lab, graphs=graphs)
+        W_fin = finite_component(E, tok, lab, graphs=graphs)
+        cyc = cyclic_samples(tok, lab, structures)
+        # W(0): i.i.d. U(-1/sqrt(d), 1/sqrt(d)), the PyTorch nn.Linear default of the paper.
+        W0s.append(rng.uniform(-1.0, 1.0, (d, d)) / np.sqrt(d))
+        Es.append(E), toks.append(tok), labs.append(lab)
+        Wsvm.append(W_svm), Wfin.append(W_fin), Bfin.append(sub.S_fin), BS.append(sub.S)
+        masks.append(reduced_position_mask(tok, lab, structures))
+        weights.append(np.where(cyc, 1.0 / n, 0.0))  # reduced loss: cyclic samples, / full n
+        Lstar.append(reduced_log_loss(W_fin, E, tok, lab))
+        n_cyc.append(int(cyc.sum()))
+        dim_fin.append(sub.S_fin.shape[0])
+        onehots.append(_scc_onehot(tok, structures))
+    B = cfg.n_trials
+    E, tok, lab = np.array(Es), np.array(toks), np.array(labs)
+    Wsvm, Wfin = np.array(Wsvm), np.array(Wfin)
+    # One batched problem: B full runs (random init) + B reduced runs (init 0).
+    P = make_problem(
+        np.concatenate([E, E]),
+        np.concatenate([tok, tok]),
+        np.concatenate([lab, lab]),
+        mask=np.concatenate([np.ones_like(tok, bool), np.array(masks)]),
+        sample_weight=np.concatenate([np.full((B, n), 1.0 / n), np.array(weights)]),
+    )
+    W0 = np.concatenate([np.array(W0s), np.zeros((B, d, d))])
+    record = None if cfg.optimizer == "ngd" else _log_steps(cfg.n_steps, 200)
+    t_loop = time.perf_counter()
+    steps, traj, losses = run_descent(
+        W0,
+        P,
+        eta=cfg.step_size,
+        n_steps=cfg.n_steps,
+        normalized=cfg.optimizer == "ngd",
+        record=record,
+        return_loss=True,
+    )
+    t_loop = time.perf_counter() - t_loop
+    W, Wf = traj[:, :B], traj[:, B:]  # (S, B, d, d)
+    # ---- metrics (vectorised over steps and trials) ----
+    Bf = _padded_bases(Bfin, d * d)
+    PW = _project_traj(W, Bf)  # Π_Sfin W(τ)
+    svm_sq = np.sum(Wsvm**2, axis=(-2, -1))
+    R = np.divide(
+        np.sum((W[-1] - Wfin) * Wsvm, axis=(-2, -1)), svm_sq, out=np.zeros(B), where=svm_sq > 0
+    )
+    perp = W - _project_traj(W, _padded_bases(BS, d * d))
+    P_full = make_problem(E, tok, lab)
+    s = attention(W, P_full)  # (S, B, n, T)
+    per_scc = np.einsum("sbnt,bntc->sbnc", s, np.array(onehots))
+    lab_scc = np.einsum("sbnt,bnt->sbn", s, np.array(masks))
+    loss = losses[:, :B]  # full-data loss of the W runs, recorded during the descent
+    Lstar = np.array(Lstar)
+    out = {
+        "steps": steps,
+        "corr_svm": corr(W, Wsvm).T,
+        "corr_full": corr(W, Wfin + R[:, None, None] * Wsvm).T,
+        "proj_corr": corr(Wsvm, W - PW).T,
+        "norm_diff": np.linalg.norm(PW - Wf, axis=(-2, -1)).T,
+        "fin_err": np.linalg.norm(PW - Wfin, axis=(-2, -1)).T,
+        "attn_best": per_scc.max(axis=-1).mean(axis=-1).T,
+        "attn_label": lab_scc.mean(axis=-1).T,
+        "loss": loss.T,
+        "loss_gap": (loss - Lstar).T,
+        "W_norm": np.linalg.norm(W, axis=(-2, -1)).T,
+        "perp_drift": np.linalg.norm(perp - perp[:1], axis=(-2, -1)).T,
+        "L_star": Lstar,
+        "R": R,
+        "W_svm_norm": np.sqrt(svm_sq),
+        "W_fin_norm": np.linalg.norm(Wfin, axis=(-2, -1)),
+        "n_cyclic_samples": np.array(n_cyc),
+        "dim_S_fin": np.array(dim_fin),
+        "n_rejected": int(n_rej),
+        "n_infeasible": int(n_inf),
+        "loop_seconds": float(t_loop),
+        "compute_seconds": float(time.perf_counter() - t0),
+    }
+    return out
+
+
+def _log_steps(T: int, n: int) -> np.ndarray:
+    pts = np.unique(np.round(np.logspace(0, np.log10(max(T, 1)), n)).astype(int))
+    return np.unique(np.concatenate([[0], pts, [T]]))
+
+
+# ============================================================================================
+# local convergence with the general head (CE / squared loss), §2.11 / §3.4
+# ============================================================================================
+@dataclass(frozen=True)
+class AttLocalConfig:
+    """Local convergence with the nonconvex general head (§3.4)."""
+
+    seed: int = 0  # base seed (the same datasets and inits serve every loss: paired runs)
+    n_trials: int = 10  # independent trials
+    n_samples: int = 4  # n
+    seq_len: int = 6  # T
+    vocab_size: int = 8  # K
+    dim: int = 8  # d
+    losses: tuple = ("ce", "squared")  # losses of the general head
+    step_size: float = 0.1  # eta (normalized GD)
+    n_steps: int = 2000  # iterations
+    c_thres: float = 1e-2  # selected tokens: attention mass > c_thres
+    e_thres: float = 9e-3  # ambiguous tokens: e_thres < mass <= c_thres (left out of local TPGs)
+
+
+def _reduced_inputs(tok, lab, graphs, n, anchor=None):
+    """Reduced masks and weights: positions in the SCC of ``anchor`` (label by default)."""
+    structures = scc_structures(graphs)
+    anchor = lab if anchor is None else anchor
+    mask = reduced_position_mask(tok, anchor, structures)
+    keep = np.array([len(np.unique(seq[m])) > 1 for seq, m in zip(tok, mask, strict=True)])
+    return mask, np.where(keep, 1.0 / n, 0.0)
+
+
+@cached
+def run_local(cfg: AttLocalConfig) -> dict:
+    """NGD with the general head ``u = E X^T s`` for each loss, then global vs local Graph-SVM.
+
+    Pass 1: W(τ) for every (loss, trial) in one batch.  From the final attention, selected and
+    ambiguous tokens (§2.11) give the local TPGs, the local Graph-SVM and the local S_fin.
+    Pass 2 (one batch): the reduced runs from 0 with the same loss/head, on the global reduced
+    data (label's SCC in the data TPG) and on the local reduced data (SCC of the selected tokens
+    in the local TPG; label = true label).  Arrays are ``(n_losses, n_trials, S)``.
+    """
+    for lo in cfg.losses:
+        if lo not in ("ce", "squared"):
+            raise DataError(f"losses must be 'ce' or 'squared', got {lo!r}")
+    t0 = time.perf_counter()
+    n, T, K, d = cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim
+    nL, B = len(cfg.losses), cfg.n_trials
+    trials, n_rej, n_inf = [], 0, 0
+    for rng in trial_rngs(cfg.seed, B):
+        data, graphs, W_svm, ninf = _feasible_trial(rng, n, T, K, d, "cyclic")
+        n_rej += data.n_rejected
+        n_inf += ninf
+        W0 = rng.uniform(-1.0, 1.0, (d, d)) / np.sqrt(d)
+        trials.append((data, graphs, W_svm, W0))
+    E = np.array([t[0].E for t in trials])
+    tok = np.array([t[0].tokens for t in trials])
+    lab = np.array([t[0].labels for t in trials])
+    W0 = np.array([t[3] for t in trials])
+
+    def batch(loss, mask=None, weight=None, Ebt=E, tokbt=tok, labbt=lab):
+        return make_problem(
+            Ebt, tokbt, labbt, head="general", loss=loss, mask=mask, sample_weight=weight
+        )
+
+    # Pass 1: W runs, all losses and trials.
+    trajs = []
+    t_loop = 0.0
+    for lo in cfg.losses:
+        ta = time.perf_counter()
+        steps, tr = run_descent(W0, batch(lo), eta=cfg.step_size, n_steps=cfg.n_steps)
+        t_loop += time.perf_counter() - ta
+        trajs.append(tr)
+    # Local structures from the final attention.
+    res = {
+        k: np.zeros((nL, B, len(steps)))
+        for k in ("corr_global", "corr_local", "norm_diff_global", "norm_diff_local")
+    }
+    label_selected = np.zeros((nL, B))
+    n_ambiguous = np.zeros((nL, B), int)
+    n_local_infeasible = 0
+    for a, lo in enumerate(cfg.losses):
+        W = trajs[a]  # (S, B, d, d)
+        s_end = attention(W[-1], batch(lo))  # (B, n, T)
+        Wsvm_loc, Bfin_loc, Bfin_glob, masks, weights = [], [], [], [], []
+        for b, (data, graphs, _, _) in enumerate(trials):
+            sel, amb = select_tokens(
+                data.tokens, s_end[b], K, c_thres=cfg.c_thres, e_thres=cfg.e_thres
+            )
+            label_selected[a, b] = np.mean(sel[np.arange(n), data.labels])
+            n_ambiguous[a, b] = int(amb.any(axis=1).sum())
+            g_loc = local_token_priority_graphs(data.tokens, sel, amb, K)
+            try:
+                Wsvm_loc.append(graph_svm_from_graphs(data.E, g_loc).W)
+            except InfeasibleError:
+                n_local_infeasible += 1
+                Wsvm_loc.append(np.zeros((d, d)))
+            Bfin_loc.append(subspaces(data.E, None, None, graphs=g_loc).S_fin)
+            Bfin_glob.append(subspaces(data.E, None, None, graphs=graphs).S_fin)
+            anchor = np.array([np.flatnonzero(r)[0] for r in sel])  # a selected token
+            mg, wg = _reduced_inputs(data.tokens, data.labels, graphs, n)
+            ml, wl = _reduced_inputs(data.tokens, data.labels, g_loc, n, anchor)
+            masks.append((mg, ml))
+            weights.append((wg, wl))
+        # Pass 2: reduced runs (global and local) from W = 0, one batch.
+        mask2 = np.concatenate([np.array([m[0] for m in masks]), np.array([m[1] for m in masks])])
+        w2 = np.concatenate([np.array([w[0] for w in weights]), np.array([w[1] for w in weights])])
+        P2 = batch(
+            lo,
+            mask2,
+            w2,
+            np.concatenate([E, E]),
+            np.concatenate([tok, tok]),
+            np.concatenate([lab, lab]),
+        )
+        ta = time.perf_counter()
+        _, tr2 = run_descent(np.zeros((2 * B, d, d)), P2, eta=cfg.step_size, n_steps=cfg.n_steps)
+        t_loop += time.perf_counter() - ta
+        Wsvm_glob = np.array([t[2] for t in trials])
+        res["corr_global"][a] = corr(W, Wsvm_glob).T
+        res["corr_local"][a] = corr(W, np.array(Wsvm_loc)).T
+        PWg = _project_traj(W, _padded_bases(Bfin_glob, d * d))
+        PWl = _project_traj(W, _padded_bases(Bfin_loc, d * d))
+        res["norm_diff_global"][a] = np.linalg.norm(PWg - tr2[:, :B], axis=(-2, -1)).T
+        res["norm_diff_local"][a] = np.linalg.norm(PWl - tr2[:, B:], axis=(-2, -1)).T
+    return {
+        "steps": steps,
+        **res,
+        "label_selected": label_selected,
+        "n_ambiguous": n_ambiguous,
+        "n_rejected": int(n_rej),
+        "n_infeasible": int(n_inf),
+        "n_local_infeasible": int(n_local_infeasible),
+        "loop_seconds": float(t_loop),
+        "compute_seconds": float(time.perf_counter() - t0),
+    }
+
+
+# ============================================================================================
+# regularization path (§2.8)
+# ============================================================================================
+@dataclass(frozen=True)
+class AttRegPathConfig:
+    """Regularization path W_R = argmin_{||W|| <= R} L(W) on cyclic data (§2.8)."""
+
+    seed: int = 0  # base seed
+    n_trials: int = 10  # independent datasets
+    n_samples: int = 6  # n
+    seq_len: int = 4  # T
+    vocab_size: int = 6  # K
+    dim: int = 8  # d
+    radii: tuple = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 30.0)  # R grid (<= 30: see §2.8)
+
+
+@cached
+def run_reg_path(cfg: AttRegPathConfig) -> dict:
+    """corr(W_R, W^svm), ||Π_Sfin W_R - W^fin|| and ||W_R|| along R (cvxpy + Clarabel)."""
+    t0 = time.perf_counter()
+    n, T, K, d = cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim
+    radii = np.asarray(cfg.radii, float)
+    c, f, nrm = (np.zeros((cfg.n_trials, len(radii))) for _ in range(3))
+    n_rej = n_inf = 0
+    for r, rng in enumerate(trial_rngs(cfg.seed, cfg.n_trials)):
+        data, graphs, W_svm, ninf = _feasible_trial(rng, n, T, K, d, "cyclic")
+        n_rej += data.n_rejected
+        n_inf += ninf
+        W_fin = finite_component(data.E, data.tokens, data.labels, graphs=graphs)
+        B_fin = subspaces(data.E, data.tokens, data.labels, graphs=graphs).S_fin
+        WR = regularization_path(data.E, data.tokens, data.labels, radii)
+        c[r] = corr(WR, W_svm)
+        f[r] = np.linalg.norm(_project_traj(WR[:, None], B_fin[None])[:, 0] - W_fin, axis=(-2, -1))
+        nrm[r] = np.linalg.norm(WR, axis=(-2, -1))
+    return {
+        "radii": radii,
+        "corr_svm": c,
+        "fin_err": f,
+        "W_norm": nrm,
+        "n_rejected": int(n_rej),
+        "n_infeasible": int(n_inf),
+        "compute_seconds": float(time.perf_counter() - t0),
+    }
+
+
+# ============================================================================================
+# SCC statistics of random data (beyond the paper)
+# ============================================================================================
+@dataclass(frozen=True)
+class AttSCCStatsConfig:
+    """SCC statistics of random TPGs versus the number of samples n and the length T."""
+
+    seed: int = 0  # base seed
+    n_trials: int = 20  # datasets per (n, T)
+    vocab_size: int = 20  # K
+    seq_lens: tuple = (3, 5, 8)  # T values
+    sample_sizes: tuple = (5, 10, 20, 50, 100, 200, 500, 1000, 2000)  # n values
+
+
+@cached
+def run_scc_stats(cfg: AttSCCStatsConfig) -> dict:
+    """Per (T, n), averaged over trials and over the TPGs that have edges:
+    ``n_sccs`` (SCCs among touched tokens), ``largest_frac`` (largest SCC / touched tokens),
+    ``single_scc`` (fraction of TPGs that are one SCC: W^svm e_k = 0 there), and per sample
+    ``cyclic_frac`` (label's SCC holds another token) and ``pure_comp`` (label's SCC holds every
+    token of the sequence: no hard retrieval left, pure soft composition)."""
+    t0 = time.perf_counter()
+    K = cfg.vocab_size
+    shape = (len(cfg.seq_lens), len(cfg.sample_sizes), cfg.n_trials)
+    stats = {
+        k: np.zeros(shape)
+        for k in ("n_sccs", "largest_frac", "single_scc", "cyclic_frac", "pure_comp")
+    }
+    rngs = trial_rngs(cfg.seed, len(cfg.seq_lens) * len(cfg.sample_sizes))
+    for a, T in enumerate(cfg.seq_lens):
+        for b, n in enumerate(cfg.sample_sizes):
+            rng = rngs[a * len(cfg.sample_sizes) + b]
+            for r in range(cfg.n_trials):
+                data = sample_dataset(rng, n, T, K, 1, graph="any")
+                st = scc_structures(token_priority_graphs(data.tokens, data.labels, K))
+                used = [s for s in st if s.touched.any()]
+                n_scc = [len(np.unique(s.scc[s.touched])) for s in used]
+                big = [np.bincount(s.scc[s.touched]).max() / s.touched.sum() for s in used]
+                stats["n_sccs"][a, b, r] = np.mean(n_scc)
+                stats["largest_frac"][a, b, r] = np.mean(big)
+                stats["single_scc"][a, b, r] = np.mean(np.array(n_scc) == 1)
+                stats["cyclic_frac"][a, b, r] = cyclic_samples(data.tokens, data.labels, st).mean()
+                mask = reduced_position_mask(data.tokens, data.labels, st)
+                stats["pure_comp"][a, b, r] = mask.all(axis=1).mean()
+    return {
+        "seq_lens": np.array(cfg.seq_lens),
+        "sample_sizes": np.array(cfg.sample_sizes),
+        **stats,
+        "compute_seconds": float(time.perf_counter() - t0),
+    }
+
+
+# ============================================================================================
+# conceptual figure (§3.5) and the automaton playground
+# ============================================================================================
+@dataclass(frozen=True)
+class AttConceptualConfig:
+    """Exact toy of the conceptual figure: TPG, SCCs, priority levels, retrieval, composition."""
+
+    toy: str = "conceptual"  # a key of ntpcore.att.data.TOYS
+    test_sequence: tuple = (0, 1, 4, 5)  # a test sequence (last entry = last token)
+    undecided_sequence: tuple = (4, 5)  # a sequence whose retrieval the theory leaves open
+    n_inits: int = 4  # random initialisations of the trained models
+    n_steps: int = 6000  # NGD steps of the trained models
+    step_size: float = 0.01  # NGD step size
+    seed: int = 0  # base seed of the initialisations
+
+
+@cached
+def run_conceptual(cfg: AttConceptualConfig) -> dict:
+    """W^svm, W^fin, SCCs and levels of the toy; the automaton on two test inputs next to
+    models trained from ``n_inits`` random initialisations (one batch)."""
+    data = toy_dataset(cfg.toy)
+    out = _automaton_state(
+        data, cfg.test_sequence, cfg.n_steps, cfg.step_size, cfg.seed, n_inits=cfg.n_inits
+    )
+    auto = build_automaton(data.E, data.tokens, data.labels)
+    und = automaton_predict(auto, cfg.undecided_sequence)
+    out.update(
+        {
+            "undecided_sequence": np.array(cfg.undecided_sequence),
+            "undecided_composition": und.composition,
+            "undecided_status": und.status,
+            "undecided_notes": " | ".join(und.notes),
+            "undecided_models": model_output_batch(out["W_all"], data.E, cfg.undecided_sequence),
+        }
+    )
+    return out
+
+
+def model_output_batch(Ws, E, sequence) -> np.ndarray:
+    """f_W(X) (n_models, K) of several trained weight matrices on one sequence."""
+    return np.array([model_output(W, E, [sequence])[0] for W in Ws])
+
+
+def _automaton_state(
+    data: AttDataset, test_sequence, n_steps, step_size, seed, n_inits: int = 1
+) -> dict:
+    E, tok, lab = data.E, data.tokens, data.labels
+    K, d = E.shape
+    auto = build_automaton(E, tok, lab)
+    k = int(test_sequence[-1])
+    st = auto.structures[k]
+    out = automaton_predict(auto, test_sequence)
+    W0 = np.array([r.uniform(-1.0, 1.0, (d, d)) / np.sqrt(d) for r in trial_rngs(seed, n_inits)])
+    P = make_problem(
+        np.repeat(E[None], n_inits, 0),
+        np.repeat(tok[None], n_inits, 0),
+        np.repeat(lab[None], n_inits, 0),
+    )
+    _, tr = run_descent(W0, P, eta=step_size, n_steps=n_steps, record=[n_steps])
+    W_all = tr[-1]  # (n_inits, d, d)
+    auto_train = np.array([automaton_predict(auto, s).composition for s in tok])
+    train_tv = max(
+        0.5 * np.abs(model_output(W, E, tok) - auto_train).sum(axis=1).max() for W in W_all
+    )
+    return {
+        "E": E,
+        "tokens": tok,
+        "labels": lab,
+        "k": k,
+        "W_svm": auto.W_svm,
+        "W_fin": auto.W_fin,
+        "W": W_all[0],
+        "W_all": W_all,
+        "svm_scores": E @ auto.W_svm @ E[k],
+        "fin_scores": E @ auto.W_fin @ E[k],
+        "scc": st.scc,
+        "level": st.level,
+        "touched": st.touched,
+        "reach": st.reach,
+        "test_sequence": np.array(test_sequence),
+        "retrieved": np.array(out.retrieved),
+        "composition": out.composition,
+        "model": model_output(W_all[0], E, [test_sequence])[0],
+        "models": model_output_batch(W_all, E, test_sequence),
+        "status": out.status,
+        "notes": " | ".join(out.notes),
+        "margin": out.margin,
+        "train_tv_max": float(train_tv),
+    }
+
+
+def playground_state(
+    dataset: str, test_sequence, *, n_steps: int = 3000, step_size: float = 0.01, seed: int = 0
+) -> dict:
+    """State shown by the automaton playground (uncached; cheap).
+
+    ``dataset``: a toy name of :data:`ntpcore.att.data.TOYS`, or ``"random-<seed>"`` for a random
+    cyclic dataset (n=6, T=4, K=6, d=8).
+    """
+    if dataset.startswith("random-"):
+        rng = np.random.default_rng(int(dataset.split("-", 1)[1]))
+        data = sample_dataset(rng, 6, 4, 6, 8, graph="cyclic")
+    else:
+        data = toy_dataset(dataset)
+    return _automaton_state(data, tuple(int(t) for t in test_sequence), n_steps, step_size, seed)

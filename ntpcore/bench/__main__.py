@@ -1,0 +1,7 @@
+"""``python -m ntpcore.bench``: time the solvers and trainers against generic references."""
+
+import sys
+
+from ntpcore.bench.solvers import main
+
+sys.exit(main())

@@ -1,0 +1,563 @@
+"""``make bench``: the project's solvers and trainers against what a researcher would
+otherwise run, measured side by side in one run.
+
+::
+
+    python -m ntpcore.bench [--quick] [--max-seconds 600] [--only solvers trainers ...]
+
+Sections
+--------
+solvers
+    Each specialised max-margin solver (NTP-SVM, nuclear-norm SVM, Graph-SVM) against the
+    straightforward cvxpy formulation with Clarabel and with SCS, on the papers' instance
+    sizes and on growing sizes.  Every solve (specialised or generic) runs in a child
+    process with a time limit (default 10 minutes), so a solver that runs out of time or
+    memory is recorded as such and the ladder stops for it.  Reported: median/min/max
+    time, objective, relative objective gap to the Clarabel solution, and the worst
+    constraint violation.
+trainers
+    Steps per second of GD/NGD/Adam on the linear model against a plain numpy loop, and of
+    UFM/transformer/LSTM training (this project's formulation: distinct contexts with counts)
+    against the per-sample formulation; on CPU, and on a GPU when torch sees one.
+experiments
+    The attention experiments of PERFORMANCE.md (batched, closed-form gradients) with their
+    speed-ups over the authors' times.
+pipeline
+    Wall time of every registry figure, read from the provenance sidecars of the latest
+    paper-profile (``book/figures``) and quick-profile (``_build/test/figures``) runs.
+
+Results go to ``results/bench/bench.json``; the book's *Performance* page reads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ntpcore.bench.timing import measure
+from ntpcore.core.io import write_text_atomic
+from ntpcore.pipeline import paths
+from ntpcore.pipeline.provenance import git_state, versions
+
+BENCH_DIR = paths.RESULTS_DIR / "bench"
+BENCH_JSON = BENCH_DIR / "bench.json"
+GENERIC = ("CLARABEL", "SCS")
+
+
+# ----------------------------------------------------------------------------- instances
+
+
+@dataclass(frozen=True)
+class Size:
+    """One instance size of a problem; ``label`` says where it comes from."""
+
+    dims: dict[str, int]
+    label: str = ""
+
+
+def _lin_instance(dims: dict[str, int], seed: int = 0):
+    from ntpcore.lin.data import make_synthetic
+
+    # supports of 0.6 V tokens when d >= m (always NTP-separable, Lemma 1); with d < m such
+    # dense supports are not NTP-separable, so those sizes use sparse 3-token supports
+    S = max(1, dims["V"] * 6 // 10) if dims["d"] >= dims["m"] else min(3, dims["V"] - 1)
+    data = make_synthetic(m=dims["m"], d=dims["d"], V=dims["V"], S=S, seed=seed)
+    return data.H, data.P > 0
+
+
+def _geo_instance(dims: dict[str, int], seed: int = 0):
+    rng = np.random.default_rng(seed)
+    V, m = dims["V"], dims["m"]
+    # supports of 1..5 words, drawn from a Zipf-like word frequency; about m/4 distinct
+    # support patterns, as in real text where many contexts share a support
+    n_patterns = max(2, m // 4)
+    freq = 1.0 / np.arange(1, V + 1)
+    freq /= freq.sum()
+    patterns = np.zeros((V, n_patterns), dtype=bool)
+    for k in range(n_patterns):
+        size = int(rng.integers(1, min(5, V - 1) + 1))
+        patterns[rng.choice(V, size, replace=False, p=freq), k] = True
+    return patterns[:, rng.integers(0, n_patterns, m)]
+
+
+def _att_instance(dims: dict[str, int], seed: int = 0):
+    from ntpcore.att.data import sample_dataset
+
+    ds = sample_dataset(np.random.default_rng(seed), dims["n"], dims["T"], dims["K"], dims["d"])
+    return ds.E, ds.tokens, ds.labels
+
+
+def _lin_fast(inst):
+    from ntpcore.lin.svm import ntp_svm_solve
+
+    H, S = inst
+    return ntp_svm_solve(H, S).W_mm  # "auto": projected Newton (d >= m) or dual CD
+
+
+def _lin_generic(inst, solver: str):
+    from ntpcore.lin.svm import svm_cvxpy
+
+    H, S = inst
+    return svm_cvxpy(H, S, solver=solver).W_mm
+
+
+def _lin_check(inst, W) -> tuple[float, float]:
+    from ntpcore.lin.svm import margins
+
+    H, S = inst
+    mg = margins(W, H, S)
+    return float(np.linalg.norm(W)), max(0.0, 1.0 - mg["min_margin"], mg["max_spread"])
+
+
+def _geo_fast(S):
+    from ntpcore.geo.svm import solve_nuclear_svm
+
+    return solve_nuclear_svm(S).L
+
+
+def _geo_generic(S, solver: str):
+    from ntpcore.geo.svm import nuclear_svm_cvxpy
+
+    return nuclear_svm_cvxpy(S, solver=solver).L
+
+
+def _geo_check(S, L) -> tuple[float, float]:
+    from ntpcore.geo.svm import svm_constraint_violation
+
+    return float(np.linalg.norm(L, "nuc")), float(svm_constraint_violation(L, S))
+
+
+def _att_fast(inst):
+    from ntpcore.att.svm import graph_svm
+
+    return graph_svm(*inst)
+
+
+def _att_generic(inst, solver: str):
+    from ntpcore.att.svm import graph_svm_cvxpy
+
+    return graph_svm_cvxpy(*inst, solver=solver)
+
+
+def _att_check(inst, W) -> tuple[float, float]:
+    from ntpcore.att.priority import token_priority_graphs
+    from ntpcore.att.svm import graph_svm_constraints
+
+    E, tokens, labels = inst
+    A_eq, A_in, _ = graph_svm_constraints(E, token_priority_graphs(tokens, labels, E.shape[0]))
+    w = np.asarray(W).reshape(-1)
+    viol = 0.0
+    if A_eq.shape[0]:
+        viol = max(viol, float(np.abs(A_eq @ w).max()))
+    if A_in.shape[0]:
+        viol = max(viol, float(np.maximum(0.0, 1.0 - A_in @ w).max()))
+    return float(np.linalg.norm(W)), viol
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    title: str
+    instance: Callable[[dict[str, int]], Any]
+    fast: Callable[[Any], np.ndarray]
+    generic: Callable[[Any, str], np.ndarray]
+    check: Callable[[Any, np.ndarray], tuple[float, float]]
+    n_vars: Callable[[dict[str, int]], int]
+    sizes: tuple[Size, ...]
+
+
+PROBLEMS: dict[str, Problem] = {
+    "ntp-svm": Problem(
+        "ntp-svm",
+        "NTP-SVM (lin): min ||W||_F, W in R^{V x d}",
+        _lin_instance,
+        _lin_fast,
+        _lin_generic,
+        _lin_check,
+        lambda s: s["V"] * s["d"],
+        (
+            Size({"V": 10, "d": 60, "m": 50}, "lin Fig. 4"),
+            Size({"V": 50, "d": 240, "m": 200}, "PERFORMANCE.md anchor"),
+            Size({"V": 100, "d": 480, "m": 400}),
+            Size({"V": 200, "d": 512, "m": 800}),
+            Size({"V": 500, "d": 512, "m": 1000}),
+            Size({"V": 1000, "d": 512, "m": 2000}, "target: 10x variables in < 60 s"),
+        ),
+    ),
+    "nuclear-svm": Problem(
+        "nuclear-svm",
+        "nuclear-norm NTP-SVM (geo): min ||L||_*, L in R^{V x m}",
+        lambda s: _geo_instance(s),
+        _geo_fast,
+        _geo_generic,
+        _geo_check,
+        lambda s: s["V"] * s["m"],
+        (
+            Size({"V": 30, "m": 16}, "geo synthetic set"),
+            Size({"V": 60, "m": 150}, "PERFORMANCE.md anchor"),
+            Size({"V": 104, "m": 403}, "geo real-text size"),
+            Size({"V": 200, "m": 1000}),
+            Size({"V": 500, "m": 2500}),
+            Size({"V": 1000, "m": 5000}, "target: 10x variables in < 60 s"),
+        ),
+    ),
+    "graph-svm": Problem(
+        "graph-svm",
+        "Graph-SVM (att): min ||W||_F, W in R^{d x d}",
+        _att_instance,
+        _att_fast,
+        _att_generic,
+        _att_check,
+        lambda s: s["d"] * s["d"],
+        (
+            Size({"n": 6, "T": 4, "K": 6, "d": 8}, "att cyclic experiment"),
+            Size({"n": 4, "T": 6, "K": 8, "d": 8}, "att acyclic experiment"),
+            Size({"n": 40, "T": 6, "K": 16, "d": 16}),
+            Size({"n": 200, "T": 8, "K": 32, "d": 32}),
+            Size({"n": 1000, "T": 8, "K": 64, "d": 64}),
+        ),
+    ),
+}
+
+
+# ----------------------------------------------------------------------------- solvers
+
+
+def _child(problem: str, index: int, solver: str, repeats: int) -> dict[str, Any]:
+    """Run in a child process: time one solver ("specialised" or a cvxpy backend)."""
+    prob = PROBLEMS[problem]
+    inst = prob.instance(prob.sizes[index].dims)
+    if solver == "specialised":
+        solve = functools.partial(prob.fast, inst)
+    else:
+        solve = functools.partial(prob.generic, inst, solver)
+    timing, sol = measure(solve, repeats=1, warmup=0)
+    if repeats > 1 and timing.median < 20:
+        more, sol = measure(solve, repeats=repeats - 1, warmup=0)
+        timing = type(timing)(timing.times + more.times)
+    objective, violation = prob.check(inst, sol)
+    return {**timing.as_dict(), "objective": objective, "violation": violation, "status": "ok"}
+
+
+def _run_child(problem: str, index: int, solver: str, timeout: float, repeats: int) -> dict:
+    """Time one solve in a child process, so that a time limit or running out of memory
+    is recorded as such instead of stopping the benchmark."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "ntpcore.bench.solvers",
+        "--child",
+        problem,
+        str(index),
+        solver,
+        str(repeats),
+    ]
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": f"timeout after {timeout:.0f} s", "median": None}
+    if out.returncode != 0:
+        reason = (
+            "out of memory"
+            if out.returncode in (-9, 137)
+            else (out.stderr.strip().splitlines() or ["failed"])[-1][:200]
+        )
+        return {"status": reason, "median": None, "elapsed": time.perf_counter() - t0}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench_solvers(problems: list[str], max_seconds: float, quick: bool) -> list[dict]:
+    from tqdm.auto import tqdm
+
+    rows = []
+    for name in problems:
+        prob = PROBLEMS[name]
+        sizes = prob.sizes[:2] if quick else prob.sizes
+        gave_up: set[str] = set()
+        for index, size in enumerate(tqdm(sizes, desc=name)):
+            row = {
+                "problem": name,
+                "title": prob.title,
+                "dims": size.dims,
+                "label": size.label,
+                "n_vars": prob.n_vars(size.dims),
+            }
+            for solver in ("specialised", *GENERIC):
+                if solver in gave_up:
+                    row[solver] = {
+                        "status": "skipped (a smaller size ran out of time/memory)",
+                        "median": None,
+                    }
+                    continue
+                res = _run_child(
+                    name, index, solver, max_seconds, repeats=5 if solver == "specialised" else 3
+                )
+                if str(res.get("status", "")).startswith(("timeout", "out of memory")):
+                    gave_up.add(solver)  # larger sizes can only take longer
+                row[solver] = res
+            # reference objective: Clarabel's (interior point, high accuracy), else SCS's
+            ref = row["CLARABEL"].get("objective") or row["SCS"].get("objective")
+            row["reference"] = "CLARABEL" if row["CLARABEL"].get("objective") else "SCS"
+            for key in ("specialised", *GENERIC):
+                o = row[key].get("objective")
+                if o is not None and ref:
+                    row[key]["rel_gap"] = abs(o - ref) / abs(ref)
+                if (
+                    row[key].get("median")
+                    and key != "specialised"
+                    and row["specialised"].get("median")
+                ):
+                    row[key]["speedup"] = row[key]["median"] / row["specialised"]["median"]
+            rows.append(row)
+    return rows
+
+
+# ----------------------------------------------------------------------------- trainers
+
+
+def _plain_numpy_gd(H, P, pi, W0, eta, n_steps):
+    """What one writes without the package: a plain numpy GD loop on the CE loss."""
+    W = W0.copy()
+    for _ in range(n_steps):
+        L = W @ H
+        L = L - L.max(axis=0)
+        Q = np.exp(L)
+        Q /= Q.sum(axis=0)
+        W -= eta * ((Q - P) * pi) @ H.T
+    return W
+
+
+def bench_trainers(quick: bool) -> list[dict]:
+    import torch
+
+    from ntpcore.core.optim import init_weights, train
+    from ntpcore.lin.data import make_synthetic
+    from ntpcore.lin.loss import make_loss_grad
+
+    rows = []
+    data = make_synthetic()  # the synthetic set of lin App. A.2
+    H, P, pi = data.H, data.P, data.pi
+    W0 = init_weights((P.shape[0], H.shape[0]), "lecun", 0)
+    n = 500 if quick else 2000
+    t_plain, _ = measure(lambda: _plain_numpy_gd(H, P, pi, W0, 0.5, n), repeats=3)
+    rows.append(
+        {
+            "group": "linear model (V=10, d=60, m=50)",
+            "name": "plain numpy GD loop",
+            "steps_per_s": n / t_plain.median,
+            "baseline": True,
+        }
+    )
+    lg = make_loss_grad(H, P, pi)
+    for opt, eta in (("gd", 0.5), ("ngd", 0.01), ("adam", 0.01)):
+        t, _ = measure(
+            lambda opt=opt, eta=eta: train(
+                lg, W0, optimizer=opt, eta=eta, n_steps=n, record_steps=[0, n]
+            ),
+            repeats=3,
+        )
+        rows.append(
+            {
+                "group": "linear model (V=10, d=60, m=50)",
+                "name": f"ntpcore {opt}",
+                "steps_per_s": n / t.median,
+                "ratio_to_baseline": t_plain.median / t.median,
+            }
+        )
+
+    from ntpcore.geo.corpus import synthetic_dataset, text_dataset
+    from ntpcore.geo.train import TrainConfig, epoch_seconds, naive_epoch_seconds
+
+    datasets = {"synthetic": synthetic_dataset()}
+    if not quick:
+        datasets["text"] = text_dataset()
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for ds_name, ds in datasets.items():
+        for model in ("ufm", "transformer", "lstm"):
+            cfg = TrainConfig(model=model)
+            n_ep = 20 if model != "ufm" else 200
+            naive = naive_epoch_seconds(ds, cfg, n_epochs=max(3, n_ep // 10))
+            ours = epoch_seconds(ds, cfg, n_epochs=n_ep)
+            group = f"{ds_name} set (m={ds.m}, V={ds.V}, n={ds.n})"
+            rows.append(
+                {
+                    "group": group,
+                    "name": f"{model}: per-sample loop (autograd)",
+                    "device": "cpu",
+                    "steps_per_s": 1 / naive,
+                    "baseline": True,
+                }
+            )
+            rows.append(
+                {
+                    "group": group,
+                    "name": f"{model}: ntpcore (distinct contexts)",
+                    "device": "cpu",
+                    "steps_per_s": 1 / ours,
+                    "ratio_to_baseline": naive / ours,
+                }
+            )
+            del devices[1:]  # GPU timings: recorded by the notebooks' sidecars when present
+    return rows
+
+
+# ----------------------------------------------------------------------------- experiments
+
+
+def bench_experiments(quick: bool) -> dict[str, Any]:
+    from ntpcore.bench import att as att_bench
+
+    out = {"att_cyclic": att_bench.bench_cyclic(repeats=1 if quick else 3)}
+    if not quick:
+        out["att_local"] = att_bench.bench_local(repeats=3)
+    return out
+
+
+# ----------------------------------------------------------------------------- pipeline
+
+
+def bench_pipeline() -> list[dict]:
+    rows = []
+    for profile, folder in (
+        ("paper", paths.FIGURE_DIR),
+        ("quick", paths.ROOT / "_build" / "test" / "figures"),
+    ):
+        for side in sorted(folder.glob("*.json")):
+            data = json.loads(side.read_text())
+            if "notebook_wall_time_s" not in data:
+                continue
+            rows.append(
+                {
+                    "fig_id": data["fig_id"],
+                    "profile": data["profile"],
+                    "source": profile,
+                    "wall_time_s": data["notebook_wall_time_s"],
+                    "compute_s": data.get("compute_wall_time_s"),
+                    "commit": (data.get("git") or {}).get("commit"),
+                }
+            )
+    return rows
+
+
+def plot_solvers(rows: list[dict], path: Path) -> None:
+    """Time against number of variables, one panel per problem, log-log."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # the bench is a script, never a kernel
+    from ntpcore.pipeline import plotting
+
+    plotting.use_style()
+    problems = list(dict.fromkeys(r["problem"] for r in rows))
+    fig, axes = plotting.new_figure(1, len(problems), aspect=0.33, squeeze=False)
+    for ax, problem in zip(axes[0], problems, strict=True):
+        sel = [r for r in rows if r["problem"] == problem]
+        for key, label, color in (
+            ("specialised", "ntpcore", plotting.COLORS[0]),
+            ("CLARABEL", "cvxpy + Clarabel", plotting.COLORS[1]),
+            ("SCS", "cvxpy + SCS", plotting.COLORS[2]),
+        ):
+            pts = [(r["n_vars"], r[key]["median"]) for r in sel if r[key].get("median")]
+            if pts:
+                x, y = zip(*pts, strict=True)
+                ax.loglog(x, y, "o-", color=color, label=label)
+        ax.axhline(60, color="0.5", ls=":", lw=1)
+        ax.set_title(problem)
+        ax.set_xlabel("variables")
+    axes[0, 0].set_ylabel("seconds (median)")
+    axes[0, 0].legend()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, metadata={"Software": None})
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        problem, index, solver, repeats = argv[1], int(argv[2]), argv[3], int(argv[4])
+        print(json.dumps(_child(problem, index, solver, repeats)))
+        return 0
+    parser = argparse.ArgumentParser(
+        prog="python -m ntpcore.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the two smallest sizes per solver and short training runs",
+    )
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=600.0,
+        help="time limit of one solve, any solver (default 600)",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=["solvers", "trainers", "experiments", "pipeline"],
+        choices=["solvers", "trainers", "experiments", "pipeline"],
+    )
+    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
+    args = parser.parse_args(argv)
+    previous = json.loads(BENCH_JSON.read_text()) if BENCH_JSON.exists() else {}
+    result: dict[str, Any] = {
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "processor": platform.processor(),
+        },
+        "versions": versions(),
+        "git": git_state(),
+        "quick": args.quick,
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    for section in ("solvers", "trainers", "experiments", "pipeline"):
+        if section in previous:
+            result[section] = previous[section]  # keep sections not re-run
+    t0 = time.perf_counter()
+
+    def save() -> None:  # after every section, so an interrupted run keeps what it measured
+        result["bench_wall_time_s"] = time.perf_counter() - t0
+        write_text_atomic(BENCH_JSON, json.dumps(result, indent=1, default=float))
+
+    if "solvers" in args.only:
+        rows = bench_solvers(args.problems, args.max_seconds, args.quick)
+        # keep earlier rows of problems not re-run this time
+        kept = [r for r in previous.get("solvers", []) if r["problem"] not in args.problems]
+        result["solvers"] = kept + rows
+        plot_solvers(result["solvers"], BENCH_DIR / "solvers.png")
+        save()
+    if "trainers" in args.only:
+        result["trainers"] = bench_trainers(args.quick)
+        save()
+    if "experiments" in args.only:
+        result["experiments"] = bench_experiments(args.quick)
+        save()
+    if "pipeline" in args.only:
+        result["pipeline"] = bench_pipeline()
+    save()
+    print(
+        f"wrote {BENCH_JSON.relative_to(paths.ROOT)}; rebuild the book (make html) to "
+        f"update the Performance page"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,1 +1,0 @@
-"""Cached experiment functions called by the notebooks, one module per paper."""

@@ -1,0 +1,330 @@
+r"""Cached convex experiments of the geometry paper (key ``geo``; spec §2, §3.1, §6.1.2).
+
+Each function takes one frozen configuration whose fields are the notebook's parameter
+names and returns a dict of arrays and scalars (stored by :func:`ntpcore.pipeline.cache.cached`):
+
+* :func:`run_support_lmm` -- ``S``, ``L_in``, ``L_mm``, ``S_tilde`` of a dataset (Fig. 1, left);
+* :func:`run_reg_path` -- the convex regularization path of :math:`\mathrm{CE}+\lambda\|L\|_*`
+  and the quantities of the (reconstructed) theorem of §2.4;
+* :func:`run_proxy` -- when the centred support :math:`\tilde S` equals :math:`L^{mm}`;
+* :func:`run_dataset_stats` -- statistics of the two datasets (§3.1).
+
+:func:`benchmark_nuclear_svm` (not cached: it measures time) compares the specialised
+solver with cvxpy.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ntpcore.errors import DataError
+from ntpcore.geo import geometry as g
+from ntpcore.geo.corpus import ContextDataset, synthetic_dataset, text_dataset
+from ntpcore.pipeline.cache import cached
+
+DATASETS = ("synthetic", "text")
+RANK_TOL = 1e-6  # singular values above RANK_TOL * sigma_max count towards the rank
+
+
+def load_dataset(dataset: str, data_seed: int) -> ContextDataset:
+    """The synthetic set or the real-text set (default corpus) with a given seed."""
+    if dataset == "synthetic":
+        return synthetic_dataset(data_seed)
+    if dataset == "text":
+        return text_dataset(seed=data_seed)
+    raise DataError(f"dataset must be one of {DATASETS}, got {dataset!r}")
+
+
+def _rank(A: NDArray[np.float64]) -> int:
+    s = np.linalg.svd(A, compute_uv=False)
+    return int(np.sum(s > RANK_TOL * max(s[0], 1e-300)))
+
+
+# ------------------------------------------------------------------------------------------
+# S and L_mm
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SupportLmmConfig:
+    """Support matrix and max-margin logits of one dataset."""
+
+    dataset: str = "synthetic"  # synthetic | text
+    data_seed: int = 0  # seed of the dataset generator
+
+
+@cached
+def run_support_lmm(cfg: SupportLmmConfig) -> dict[str, object]:
+    """``S``, ``L_in``, ``L_mm`` (specialised solver), ``S_tilde`` and summary numbers."""
+    ds = load_dataset(cfg.dataset, cfg.data_seed)
+    sol = g.solve_nuclear_svm(ds.S)
+    St = g.centered_support(ds.S)
+    L_in = g.finite_logits(ds.P)
+    return {
+        "S": ds.S.astype(np.float64),
+        "L_mm": sol.L,
+        "L_in": L_in,
+        "S_tilde": St,
+        "sv_mm": np.linalg.svd(sol.L, compute_uv=False),
+        "sv_proxy": np.linalg.svd(St, compute_uv=False),
+        "nuc_mm": sol.objective,
+        "nuc_proxy": g.nuclear_norm(St),
+        "gap": sol.gap,
+        "violation": sol.violation,
+        "rank_mm": _rank(sol.L),
+        "rank_proxy": _rank(St),
+        "n_groups": len(ds.support_groups),
+        "L_in_fro": float(np.linalg.norm(L_in)),
+        "inner_in_mm": float((L_in * sol.L).sum()),
+        "dist_proxy": g.direction_distance(sol.L, St),
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# Regularization path
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RegPathConfig:
+    """Convex regularization path lambda = 10^{log10_lam_max} ... 10^{log10_lam_min}."""
+
+    dataset: str = "synthetic"  # synthetic | text
+    data_seed: int = 0  # seed of the dataset generator
+    log10_lam_max: float = -1.0  # largest lambda (log10)
+    log10_lam_min: float = -6.0  # smallest lambda (log10)
+    n_lambdas: int = 11  # grid points, log-spaced
+    seed: int = 0  # seed of the factor initialisation
+
+
+@cached
+def run_reg_path(cfg: RegPathConfig) -> dict[str, object]:
+    r"""Solve the path and measure the four statements of §2.4 (checks 14-17).
+
+    Returns per lambda: ``excess`` (CE - H), ``nuclear`` (:math:`\|L_\lambda\|_*`),
+    ``pf_err`` (:math:`\|P_F(L_\lambda)-L^{in}\|_F`), ``dist_mm`` / ``dist_proxy``
+    (direction distance of :math:`L_\lambda` to :math:`L^{mm}` / :math:`\tilde S`),
+    ``dist_mm_perp`` (same for :math:`L_\lambda-P_F(L_\lambda)`), optimality residuals, and
+    the subspace-collapse measures of the same-support pairs (``raw_cos``, ``proj_cos``,
+    shape (k, pairs)).
+    """
+    if cfg.n_lambdas < 2 or cfg.log10_lam_min >= cfg.log10_lam_max:
+        raise DataError("need n_lambdas >= 2 and log10_lam_min < log10_lam_max")
+    ds = load_dataset(cfg.dataset, cfg.data_seed)
+    P, pi, S = ds.P, ds.pi, ds.S
+    lams = np.logspace(cfg.log10_lam_max, cfg.log10_lam_min, cfg.n_lambdas)
+    path = g.regularization_path(P, pi, lams, seed=cfg.seed)
+    L_in = g.finite_logits(P)
+    sol = g.solve_nuclear_svm(S)
+    L_mm, St = sol.L, g.centered_support(S)
+    pairs = g.same_support_pairs(S)
+    r = _rank(L_mm)
+    pf_err, d_mm, d_px, d_perp, raw, proj = [], [], [], [], [], []
+    for L, W, H in zip(path["L"], path["W"], path["H"], strict=True):
+        PF = g.project_F(L, S)
+        pf_err.append(float(np.linalg.norm(PF - L_in)))
+        zero = not np.any(L)
+        d_mm.append(np.nan if zero else g.direction_distance(L, L_mm))
+        d_px.append(np.nan if zero else g.direction_distance(L, St))
+        d_perp.append(np.nan if zero else g.direction_distance(L - PF, L_mm))
+        if zero or len(pairs) == 0:
+            raw.append(np.full(len(pairs), np.nan))
+            proj.append(np.full(len(pairs), np.nan))
+        else:
+            col = g.subspace_collapse(W, H, pairs, r)
+            raw.append(col["raw_cos"])
+            proj.append(col["proj_cos"])
+    return {
+        "lambdas": lams,
+        "excess": path["excess"],
+        "nuclear": path["nuclear"],
+        "opt_residual": path["opt_residual"],
+        "align_residual": path["align_residual"],
+        "pf_err": np.array(pf_err),
+        "dist_mm": np.array(d_mm),
+        "dist_proxy": np.array(d_px),
+        "dist_mm_perp": np.array(d_perp),
+        "raw_cos": np.array(raw).reshape(len(lams), len(pairs)),
+        "proj_cos": np.array(proj).reshape(len(lams), len(pairs)),
+        "pairs": pairs.astype(np.int64),
+        "nuc_mm": sol.objective,
+        "nuc_proxy": g.nuclear_norm(St),
+        "rank_mm": r,
+        "entropy": ds.entropy,
+        "L_in_fro": float(np.linalg.norm(L_in)),
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# Proxy exactness
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    """Random supports of fixed size k (k = 1: one-hot) and the two datasets."""
+
+    vocab_size: int = 20  # V
+    n_contexts: int = 30  # m
+    support_sizes: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12)  # k values tried
+    n_trials: int = 10  # random instances per k
+    seed: int = 0  # base seed; trial t of size k uses SeedSequence(seed).spawn
+    data_seed: int = 0  # seed of the two datasets
+
+
+def _proxy_numbers(S: NDArray[np.bool_]) -> tuple[float, float, float, int, int, int]:
+    sol = g.solve_nuclear_svm(S, tol=1e-10)
+    St = g.centered_support(S)
+    nuc_px = g.nuclear_norm(St)
+    cert = g.polar_certificate(S)
+    n_groups = len(np.unique(S.T, axis=0))
+    return (
+        nuc_px / sol.objective - 1.0,
+        g.direction_distance(sol.L, St),
+        float(cert["max_off"]),
+        _rank(sol.L),
+        _rank(St),
+        n_groups,
+    )
+
+
+@cached
+def run_proxy(cfg: ProxyConfig) -> dict[str, object]:
+    r"""Nuclear-norm gap :math:`\|\tilde S\|_*/\|L^{mm}\|_*-1`, direction distance, and the
+    polar-factor certificate (largest off-support entry of :math:`G_0`) per instance.
+
+    Arrays of shape (len(support_sizes), n_trials): ``gap``, ``dist``, ``max_off``,
+    ``rank_mm``, ``rank_proxy``, ``n_groups``; scalars ``<name>_<dataset>`` for the two
+    datasets; ``G`` / ``G0`` (V, m): optimal and polar certificates of the synthetic set.
+    """
+    V, m = cfg.vocab_size, cfg.n_contexts
+    ks = np.array(cfg.support_sizes, dtype=np.int64)
+    if ks.min() < 1 or ks.max() >= V:
+        raise DataError(f"support sizes must lie in [1, V-1] = [1, {V - 1}]")
+    names = ("gap", "dist", "max_off", "rank_mm", "rank_proxy", "n_groups")
+    out = {n: np.zeros((ks.size, cfg.n_trials)) for n in names}
+    seqs = np.random.SeedSequence(cfg.seed).spawn(ks.size * cfg.n_trials)
+    for a, k in enumerate(ks):
+        for t in range(cfg.n_trials):
+            rng = np.random.default_rng(seqs[a * cfg.n_trials + t])
+            S = np.zeros((V, m), dtype=bool)
+            for j in range(m):
+                S[rng.choice(V, int(k), replace=False), j] = True
+            for n, val in zip(names, _proxy_numbers(S), strict=True):
+                out[n][a, t] = val
+    res: dict[str, object] = {"support_sizes": ks, **out}
+    for name in DATASETS:
+        ds = load_dataset(name, cfg.data_seed)
+        for n, val in zip(names, _proxy_numbers(ds.S), strict=True):
+            res[f"{n}_{name}"] = val
+        res[f"mean_k_{name}"] = float(ds.support_sizes.mean())
+    ds = load_dataset("synthetic", cfg.data_seed)
+    sol = g.solve_nuclear_svm(ds.S, tol=1e-10)
+    St = g.centered_support(ds.S)
+    U, s, Vt = np.linalg.svd(St, full_matrices=False)
+    r = int(np.sum(s > 1e-9 * s[0]))
+    res["G"] = sol.G
+    res["G0"] = U[:, :r] @ Vt[:r]
+    res["S_synthetic"] = ds.S.astype(np.float64)
+    return res
+
+
+# ------------------------------------------------------------------------------------------
+# Dataset statistics
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DatasetStatsConfig:
+    """Both datasets with the generators' settings (defaults = the book's datasets)."""
+
+    data_seed: int = 0  # seed of both generators
+    top_k: int = 40  # real text: frequent 5-gram contexts kept
+    max_subs: int = 2  # real text: words substituted at once in synonym expansion
+    max_repeat: int = 4  # multiplicities uniform in {1..max_repeat}
+
+
+@cached
+def run_dataset_stats(cfg: DatasetStatsConfig) -> dict[str, object]:
+    """m, V, n, T, entropy, support groups, support sizes and group sizes of both sets."""
+    sets = {
+        "synthetic": synthetic_dataset(cfg.data_seed, max_repeat=cfg.max_repeat),
+        "text": text_dataset(
+            seed=cfg.data_seed, top_k=cfg.top_k, max_subs=cfg.max_subs, max_repeat=cfg.max_repeat
+        ),
+    }
+    res: dict[str, object] = {}
+    for name, ds in sets.items():
+        st = ds.stats()
+        for key in (
+            "m",
+            "V",
+            "n",
+            "T",
+            "input_vocab",
+            "entropy",
+            "support_groups",
+            "mean_support",
+            "n_original",
+        ):
+            res[f"{key}_{name}"] = st[key]
+        res[f"support_sizes_{name}"] = ds.support_sizes
+        res[f"group_sizes_{name}"] = np.array([len(gr) for gr in ds.support_groups])
+        res[f"S_{name}"] = ds.S.astype(np.float64)
+        res[f"name_{name}"] = ds.name
+        res[f"description_{name}"] = ds.description
+    return res
+
+
+# ------------------------------------------------------------------------------------------
+# Benchmark: wall times, so not cached
+# ------------------------------------------------------------------------------------------
+
+
+def random_supports(V: int, m: int, k_max: int, seed: int) -> NDArray[np.bool_]:
+    """Random (V, m) supports of sizes uniform in {1..k_max} (the benchmark instances)."""
+    rng = np.random.default_rng(seed)
+    S = np.zeros((V, m), dtype=bool)
+    for j in range(m):
+        S[rng.choice(V, int(rng.integers(1, k_max + 1)), replace=False), j] = True
+    return S
+
+
+def benchmark_nuclear_svm(
+    S: NDArray[np.bool_], n_repeats: int = 3, reference: str | None = "SCS"
+) -> dict[str, float]:
+    """Median wall times of the specialised solver and of cvxpy, and their agreement.
+
+    ``reference=None`` skips cvxpy.  Returns ``t_admm``, ``t_ref``, ``speedup``,
+    ``obj_admm``, ``obj_ref``, ``rel_obj_diff``, ``viol_admm``, ``viol_ref``, ``gap_admm``.
+    """
+    t_admm, t_ref = [], []
+    sol = ref = None
+    for _ in range(n_repeats):
+        t0 = time.perf_counter()
+        sol = g.solve_nuclear_svm(S)
+        t_admm.append(time.perf_counter() - t0)
+        if reference is not None:
+            t0 = time.perf_counter()
+            ref = g.nuclear_svm_cvxpy(S, solver=reference)
+            t_ref.append(time.perf_counter() - t0)
+    assert sol is not None
+    out = {
+        "t_admm": float(np.median(t_admm)),
+        "obj_admm": sol.objective,
+        "viol_admm": sol.violation,
+        "gap_admm": sol.gap,
+    }
+    if ref is not None:
+        out.update(
+            t_ref=float(np.median(t_ref)),
+            speedup=float(np.median(t_ref) / np.median(t_admm)),
+            obj_ref=ref.objective,
+            viol_ref=ref.violation,
+            rel_obj_diff=abs(sol.objective - ref.objective) / ref.objective,
+        )
+    return out

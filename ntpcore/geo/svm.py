@@ -1,0 +1,546 @@
+r"""Nuclear-norm NTP-SVM of paper ``geo`` (spec §2.3): reference and specialised solvers.
+
+.. math::
+    L^{mm}=\arg\min_{L\in\mathbb R^{V\times m}}\|L\|_*\quad\text{s.t.}\quad L e_j\in C_j,\qquad
+    C_j=\{x:\ x_z=a\ \forall z\in\mathcal S_j,\ x_v\le a-1\ \forall v\notin\mathcal S_j,\
+    a\in\mathbb R\}.
+
+Dual (spec §2.3(6)); with :math:`J=\mathbf 1\mathbf 1^\top`:
+
+.. math::
+    \max_G\ -\langle J-S,G\rangle\quad\text{s.t.}\quad\|G\|_{op}\le1,\
+    \mathbf 1^\top G=0,\ G_{vj}\le0\ \text{if}\ S_{vj}=0.
+
+Derivation: :math:`\|L\|_*=\max_{\|G\|_{op}\le1}\langle G,L\rangle`; a point of :math:`C_j` is
+:math:`a\mathbf 1-(\mathbf 1-s_j)-t` with :math:`t\ge0` off the support, so
+:math:`\min_{x\in C_j}\langle g,x\rangle` is finite iff :math:`\mathbf 1^\top g=0` and
+:math:`g\le0` off the support, and then equals :math:`-\langle\mathbf 1-s_j,g\rangle`.  Any
+dual-feasible ``G`` certifies :math:`\|L^{mm}\|_*\ge-\langle J-S,G\rangle`.
+
+Exact reductions used by the specialised solver
+-----------------------------------------------
+*Identical columns.*  If :math:`\mathcal S_j=\mathcal S_{j'}`, swapping columns ``j, j'``
+maps the feasible set onto itself and preserves :math:`\|\cdot\|_*` (a permutation is
+orthogonal).  Averaging an optimal ``L`` over all permutations within each class of
+identical columns gives a feasible point (the constraints are convex) with no larger norm
+(convexity), i.e. an optimal point constant on each class; if :math:`L^{mm}` is unique it
+is that point.  Identical ROWS of ``S`` (words with the same co-support pattern) are
+handled identically (a row swap maps every :math:`C_j` onto itself).  So
+:math:`L=F L_r E^\top` with class indicators :math:`F` (V x r), :math:`E` (m x u) and class
+sizes :math:`D_r=F^\top F`, :math:`D_c=E^\top E`.  Since :math:`F D_r^{-1/2}` and
+:math:`E D_c^{-1/2}` have orthonormal columns,
+:math:`\|FL_rE^\top\|_*=\|D_r^{1/2}L_rD_c^{1/2}\|_*`.  With :math:`N=D_r^{1/2}L_rD_c^{1/2}`,
+:math:`\omega=\mathrm{diag}(D_r)^{1/2}`, :math:`\delta=\mathrm{diag}(D_c)^{1/2}` and
+:math:`\alpha_g=\delta_g a_g` the reduced problem is
+
+.. math::
+    \min\|N\|_*\ \text{s.t.}\ N_{wg}=\omega_w\alpha_g\ (w\in\mathcal S_g),\quad
+    N_{wg}\le\omega_w(\alpha_g-\delta_g)\ (w\notin\mathcal S_g),
+
+an (r x u) problem with the same structure; its dual is that of §2.3(6) with
+:math:`\omega^\top G=0` and objective :math:`-\sum_{g}\delta_g\sum_{w\notin\mathcal S_g}
+\omega_wG_{wg}`, and :math:`G_{full}=FD_r^{-1/2}GD_c^{-1/2}E^\top` is a certificate for the
+full problem with the same value.  On the real-text set (m=425, V=91) this reduces the
+problem from 91 x 425 to 54 x 40 (word classes x support groups).
+
+ADMM
+----
+Splitting ``N = Z``: ``X <- SVT_{1/rho}(Z - U)`` (singular-value soft-thresholding),
+``Z <- Proj_C(X + U)`` (column-separable, :func:`_project_columns`), ``U <- U + X - Z``,
+with residual-balancing ``rho``.  ``Z`` is feasible up to rounding at every iteration and
+``G = rho (Z - U - X)`` is an exact subgradient of ``||X||_*`` with ``||G||_op <= 1``;
+repairing its signs/column sums and rescaling gives a dual-feasible ``G`` and hence a
+certified duality gap, which is the stopping rule.  Start: ``Z`` = centred support (feasible,
+margin 1), ``U = -G_0/rho`` with ``G_0`` its polar factor (a near-optimal certificate).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
+
+from ntpcore.core.validate import as_float_array, as_support
+from ntpcore.errors import DataError, SolverError
+
+__all__ = [
+    "NuclearSVMResult",
+    "check_certificate",
+    "dual_certificate_cvxpy",
+    "nuclear_svm",
+    "nuclear_svm_cvxpy",
+    "polar_certificate",
+    "reduce_support",
+    "solve_nuclear_svm",
+    "svm_constraint_violation",
+]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NuclearSVMResult:
+    """Solution of the nuclear-norm NTP-SVM.
+
+    Attributes
+    ----------
+    L : (V, m) primal solution ``L_mm`` (columns centred, feasible up to rounding).
+    G : (V, m) dual certificate (``||G||_op <= 1``, column sums 0, ``<= 0`` off support).
+    objective : ``||L||_*``.
+    dual_objective : ``-<J - S, G>`` (a certified lower bound on the optimum).
+    violation : worst constraint violation of ``L`` (see :func:`svm_constraint_violation`).
+    iterations : solver iterations.
+    solver : "admm" or "cvxpy-<NAME>".
+    reduced_shape : (r, u) size of the problem actually solved after deduplication.
+    seconds : wall time.
+    """
+
+    L: NDArray[np.float64]
+    G: NDArray[np.float64]
+    objective: float
+    dual_objective: float
+    violation: float
+    iterations: int
+    solver: str
+    reduced_shape: tuple[int, int]
+    seconds: float
+
+    @property
+    def gap(self) -> float:
+        """Relative duality gap ``(objective - dual) / objective``."""
+        return (self.objective - self.dual_objective) / max(self.objective, 1e-300)
+
+
+# --------------------------------------------------------------------------------------
+# Constraint checks and certificates
+# --------------------------------------------------------------------------------------
+
+
+def _check_margin_support(S: NDArray[np.bool_]) -> None:
+    if S.all():
+        raise DataError(
+            "every context has the full vocabulary as support: the NTP-SVM has no margin "
+            "constraints (L_mm = 0)"
+        )
+
+
+def svm_constraint_violation(L: ArrayLike, S: ArrayLike) -> float:
+    r"""Worst violation of the NTP-SVM constraints by ``L``.
+
+    ``max_j max(spread_j, 1 - margin_j)`` with spread = max - min of ``L e_j`` on the
+    support (equality constraints) and margin = min on the support - max off it.
+    """
+    S = as_support(S)
+    L = as_float_array(L, "L", shape=S.shape)
+    on_max = np.where(S, L, -np.inf).max(axis=0)
+    on_min = np.where(S, L, np.inf).min(axis=0)
+    off_max = np.where(S, -np.inf, L).max(axis=0)
+    viol = np.maximum(on_max - on_min, 1.0 - (on_min - off_max))
+    return float(max(0.0, viol.max()))
+
+
+def check_certificate(G: ArrayLike, S: ArrayLike, L: ArrayLike | None = None) -> dict[str, float]:
+    """Feasibility of a dual certificate ``G`` of spec §2.3(6), and the gap if ``L`` is given.
+
+    Returns ``op_norm``, ``colsum`` (max abs column sum), ``off_pos`` (largest positive
+    off-support entry), ``dual`` (= -<J - S, G>), and with ``L``: ``primal`` (= ||L||_*),
+    ``gap`` (relative), ``alignment`` (= <G, L> / ||L||_*, 1 for a subgradient) and
+    ``violation`` (primal constraint violation).
+    """
+    S = as_support(S)
+    G = as_float_array(G, "G", shape=S.shape)
+    out = {
+        "op_norm": float(np.linalg.norm(G, 2)),
+        "colsum": float(np.abs(G.sum(axis=0)).max()),
+        "off_pos": float(max(0.0, np.where(S, -np.inf, G).max())),
+        "dual": float(-G[~S].sum()),
+    }
+    if L is not None:
+        L = as_float_array(L, "L", shape=S.shape)
+        nuc = float(np.linalg.svd(L, compute_uv=False).sum())
+        out.update(
+            primal=nuc,
+            gap=(nuc - out["dual"]) / nuc,
+            alignment=float((G * L).sum() / nuc),
+            violation=svm_constraint_violation(L, S),
+        )
+    return out
+
+
+def _polar(A: NDArray[np.float64], tol: float = 1e-9) -> NDArray[np.float64]:
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    r = int(np.sum(s > tol * max(1.0, s[0])))
+    return U[:, :r] @ Vt[:r]
+
+
+def polar_certificate(S: ArrayLike, tol: float = 1e-9) -> dict[str, float | bool]:
+    r"""Test whether the proxy :math:`\tilde S` is optimal via its polar factor.
+
+    :math:`G_0=UV^\top` (compact SVD of :math:`\tilde S`) has :math:`\|G_0\|_{op}=1`,
+    :math:`\mathbf 1^\top G_0=0` (because :math:`\mathbf 1^\top\tilde S=0`) and
+    :math:`-\langle J-S,G_0\rangle=\langle\tilde S,G_0\rangle=\|\tilde S\|_*`.  If also
+    :math:`G_0\le0` off the support, it is dual feasible and :math:`\tilde S=L^{mm}`.  (The
+    converse fails: a rank-deficient :math:`\tilde S` may be certified by
+    :math:`G_0+W_\perp` instead; compare norms with :func:`nuclear_svm` to decide.)
+
+    Returns ``max_off`` (largest off-support entry of G_0; <= tol means certified) and
+    ``certified``.
+    """
+    S = as_support(S)
+    _check_margin_support(S)
+    St = S - S.mean(axis=0, keepdims=True)
+    G0 = _polar(St)
+    max_off = float(np.where(S, -np.inf, G0).max())
+    return {"max_off": max_off, "certified": bool(max_off <= tol)}
+
+
+# --------------------------------------------------------------------------------------
+# Reference solver (cvxpy)
+# --------------------------------------------------------------------------------------
+
+
+def _anchor_system(S: NDArray[np.bool_]) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """Selection matrices on vec(L) (column-major) for the anchored constraints (§2.3).
+
+    Anchor ``a_j`` = first support element; equalities ``L[z,j] - L[a_j,j] = 0`` for the
+    other support words, inequalities ``L[a_j,j] - L[v,j] >= 1`` for words off the support.
+    ``m (V - 1)`` rows in total.
+    """
+    V, m = S.shape
+    anchor = np.argmax(S, axis=0)
+    idx = np.arange(V * m).reshape(m, V).T  # idx[z, j] = z + V j
+    is_anchor = np.zeros_like(S)
+    is_anchor[anchor, np.arange(m)] = True
+    eq_z, eq_j = np.nonzero(S & ~is_anchor)
+    in_v, in_j = np.nonzero(~S)
+
+    def build(z: NDArray[np.intp], j: NDArray[np.intp], sign: float) -> sp.csr_matrix:
+        k = z.size
+        rows = np.concatenate([np.arange(k), np.arange(k)])
+        cols = np.concatenate([idx[anchor[j], j], idx[z, j]])
+        vals = np.concatenate([np.full(k, sign), np.full(k, -sign)])
+        return sp.csr_matrix((vals, (rows, cols)), shape=(k, V * m))
+
+    return build(eq_z, eq_j, 1.0), build(in_v, in_j, 1.0)
+
+
+def nuclear_svm_cvxpy(
+    S: ArrayLike, solver: str = "SCS", *, eps: float = 1e-8, verbose: bool = False
+) -> NuclearSVMResult:
+    """Reference solve of the nuclear-norm NTP-SVM with cvxpy (SCS or CLARABEL).
+
+    SCS runs with ``eps_abs = eps_rel = eps`` (the authors used SCS); CLARABEL with its
+    defaults is more accurate on small problems but reports ``optimal_inaccurate`` on some
+    (e.g. the synthetic set) and runs out of memory from about V=60, m=150 (an SDP of
+    size V + m), so it is not the default.
+
+    The dual certificate is read from the dual variable of the anchored constraints:
+    ``G = -(A_eq^T y_eq + A_in^T y_in)`` reshaped (the multiplier form of §2.3(6)).
+
+    Raises
+    ------
+    SolverError
+        If cvxpy does not report an optimal solution.
+    """
+    import cvxpy as cp
+
+    S = as_support(S)
+    _check_margin_support(S)
+    V, m = S.shape
+    A_eq, A_in = _anchor_system(S)
+    t0 = time.perf_counter()
+    L = cp.Variable((V, m))
+    x = cp.vec(L, order="F")
+    cons = [A_in @ x >= 1]
+    if A_eq.shape[0]:
+        cons.append(A_eq @ x == 0)
+    prob = cp.Problem(cp.Minimize(cp.normNuc(L)), cons)
+    kw: dict[str, float | int | bool] = {}
+    if solver.upper() == "SCS":
+        kw = {"eps_abs": eps, "eps_rel": eps, "max_iters": 200_000}
+    try:
+        prob.solve(solver=solver.upper(), verbose=verbose, **kw)
+    except cp.error.SolverError as exc:
+        raise SolverError(f"cvxpy/{solver} failed on the nuclear-norm SVM: {exc}") from exc
+    if prob.status not in ("optimal",):
+        raise SolverError(f"cvxpy/{solver} returned status {prob.status!r}")
+    Lv = np.asarray(L.value, dtype=np.float64)
+    y_in = np.asarray(cons[0].dual_value, dtype=np.float64)
+    g = A_in.T @ y_in
+    if A_eq.shape[0]:
+        g = g - A_eq.T @ np.asarray(cons[1].dual_value, dtype=np.float64)
+    # Lagrangian ||L||_* - y_in^T(A_in x - 1) + y_eq^T A_eq x  =>  G = A_in^T y_in - A_eq^T y_eq
+    G = g.reshape(m, V).T
+    return NuclearSVMResult(
+        L=Lv,
+        G=G,
+        objective=float(np.linalg.svd(Lv, compute_uv=False).sum()),
+        dual_objective=float(-G[~S].sum()),
+        violation=svm_constraint_violation(Lv, S),
+        iterations=int(prob.solver_stats.num_iters or 0),
+        solver=f"cvxpy-{solver.upper()}",
+        reduced_shape=(V, m),
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def dual_certificate_cvxpy(S: ArrayLike, solver: str = "CLARABEL") -> NDArray[np.float64]:
+    r"""Solve the dual of §2.3(6) directly (an SDP); returns the optimal ``G`` (V, m)."""
+    import cvxpy as cp
+
+    S = as_support(S)
+    _check_margin_support(S)
+    G = cp.Variable(S.shape)
+    off = (~S).astype(np.float64)
+    cons = [cp.sigma_max(G) <= 1, cp.sum(G, axis=0) == 0, cp.multiply(off, G) <= 0]
+    prob = cp.Problem(cp.Maximize(-cp.sum(cp.multiply(off, G))), cons)
+    try:
+        prob.solve(solver=solver.upper())
+    except cp.error.SolverError as exc:
+        raise SolverError(f"cvxpy/{solver} failed on the dual SVM: {exc}") from exc
+    if prob.status != "optimal":
+        raise SolverError(f"cvxpy/{solver} returned status {prob.status!r} on the dual")
+    return np.asarray(G.value, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------------------
+# Specialised solver
+# --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reduction:
+    Sr: NDArray[np.bool_]  # (r, u) distinct rows x distinct columns
+    row_of: NDArray[np.intp]  # (V,) class of each word
+    col_of: NDArray[np.intp]  # (m,) class of each context
+    omega: NDArray[np.float64]  # (r,) sqrt(row class sizes)
+    delta: NDArray[np.float64]  # (u,) sqrt(column class sizes)
+
+
+def reduce_support(S: ArrayLike) -> _Reduction:
+    """Classes of identical columns and of identical rows of ``S`` (see module docstring)."""
+    S = as_support(S)
+    Su, col_of, ccount = np.unique(S.T, axis=0, return_inverse=True, return_counts=True)
+    Sr, row_of, rcount = np.unique(Su.T, axis=0, return_inverse=True, return_counts=True)
+    return _Reduction(
+        Sr=Sr.astype(bool),
+        row_of=row_of.ravel(),
+        col_of=col_of.ravel(),
+        omega=np.sqrt(rcount.astype(np.float64)),
+        delta=np.sqrt(ccount.astype(np.float64)),
+    )
+
+
+def _project_columns(
+    Y: NDArray[np.float64],
+    Sr: NDArray[np.bool_],
+    omega: NDArray[np.float64],
+    delta: NDArray[np.float64],
+    alpha0: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    r"""Euclidean projection of each column of ``Y`` onto the weighted set
+    :math:`C'_g=\{x: x_w=\omega_w\alpha\ (w\in\mathcal S_g),\ x_w\le\omega_w(\alpha-\delta_g)\}`.
+
+    For fixed :math:`\alpha` the best ``x`` is :math:`\omega_w\alpha` on the support and
+    :math:`\min(y_w,\omega_w(\alpha-\delta_g))` off it, leaving the convex piecewise quadratic
+    :math:`f(\alpha)=\sum_{\mathcal S}(\omega_w\alpha-y_w)^2+\sum_{w\notin\mathcal S}
+    (y_w-\omega_w(\alpha-\delta_g))_+^2`.  Off-support word ``w`` is active iff
+    :math:`\alpha<\beta_w=y_w/\omega_w+\delta_g`, and for a fixed active set :math:`\mathcal A`,
+    :math:`f'=0` gives :math:`\alpha=(\sum_{\mathcal S}\omega y+\sum_{\mathcal A}\omega(y+\omega
+    \delta))/(\sum_{\mathcal S}\omega^2+\sum_{\mathcal A}\omega^2)`.  That map is Newton's
+    step on :math:`f'`, which is increasing and concave (its slope drops as words leave
+    :math:`\mathcal A`), so from any start the iterates reach the root in finitely many
+    steps (monotonically after the first); started at the previous ADMM iterate's
+    :math:`\alpha` it takes 1-3 steps.  Columns not settled after 30 steps (never seen) are
+    solved exactly by sorting the breakpoints.  Vectorised over columns; returns (x, alpha).
+    """
+    w2 = (omega * omega)[:, None]
+    wy = omega[:, None] * Y
+    A = np.where(Sr, wy, 0.0).sum(axis=0)  # (u,)
+    B = np.where(Sr, w2, 0.0).sum(axis=0)  # (u,) > 0
+    beta = np.where(Sr, -np.inf, Y / omega[:, None] + delta[None, :])
+    num_w = wy + w2 * delta[None, :]
+    alpha = A / B if alpha0 is None else alpha0
+    active = beta > alpha[None, :]
+    for _ in range(30):
+        alpha = (A + np.where(active, num_w, 0.0).sum(axis=0)) / (
+            B + np.where(active, w2, 0.0).sum(axis=0)
+        )
+        new_active = beta > alpha[None, :]
+        if np.array_equal(new_active, active):
+            break
+        active = new_active
+    else:  # pragma: no cover - safeguard
+        alpha = _alpha_by_sorting(A, B, beta, num_w, w2, Sr)
+    bound = omega[:, None] * (alpha[None, :] - delta[None, :])
+    return np.where(Sr, omega[:, None] * alpha[None, :], np.minimum(Y, bound)), alpha
+
+
+def _alpha_by_sorting(
+    A: NDArray[np.float64],
+    B: NDArray[np.float64],
+    beta: NDArray[np.float64],
+    num_w: NDArray[np.float64],
+    w2: NDArray[np.float64],
+    Sr: NDArray[np.bool_],
+) -> NDArray[np.float64]:
+    """Exact root of f' by sorting breakpoints: the first p with alpha_p >= beta_(p+1)."""
+    r, u = beta.shape
+    order = np.argsort(-beta, axis=0, kind="stable")
+    bs = np.take_along_axis(beta, order, axis=0)
+    off = ~np.take_along_axis(Sr, order, axis=0)
+    num = np.where(off, np.take_along_axis(num_w, order, axis=0), 0.0)
+    den = np.where(off, np.take_along_axis(np.broadcast_to(w2, (r, u)), order, axis=0), 0.0)
+    cnum = np.vstack([np.zeros((1, u)), np.cumsum(num, axis=0)])
+    cden = np.vstack([np.zeros((1, u)), np.cumsum(den, axis=0)])
+    alpha_p = (A[None, :] + cnum) / (B[None, :] + cden)
+    ok = alpha_p >= np.vstack([bs, np.full((1, u), -np.inf)])
+    return alpha_p[np.argmax(ok, axis=0), np.arange(u)]
+
+
+def _svt(Y: NDArray[np.float64], tau: float) -> NDArray[np.float64]:
+    r"""Singular-value soft-thresholding :math:`\mathrm{SVT}_\tau(Y)`.
+
+    Computed from the eigen-decomposition of the small Gram matrix: with
+    :math:`YY^\top=U\Sigma^2U^\top` (rows <= columns), :math:`\mathrm{SVT}_\tau(Y)=
+    U_k\,\mathrm{diag}(1-\tau/\sigma_k)\,U_k^\top Y` over the values above ``tau``.  The
+    squared condition number only perturbs values far below ``tau`` (absolute error
+    ~ eps sigma_max^2 / sigma), which are thresholded to zero anyway.
+    """
+    if Y.shape[0] > Y.shape[1]:
+        return _svt(Y.T, tau).T
+    ev, U = scipy.linalg.eigh(Y @ Y.T, check_finite=False, driver="evd")
+    keep = ev > tau * tau
+    if not keep.any():
+        return np.zeros_like(Y)
+    Uk = U[:, keep]
+    shrink = 1.0 - tau / np.sqrt(ev[keep])
+    return (Uk * shrink[None, :]) @ (Uk.T @ Y)
+
+
+def _dual_repair(
+    G: NDArray[np.float64],
+    Sr: NDArray[np.bool_],
+    omega: NDArray[np.float64],
+    delta: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], float]:
+    """Make ``G`` dual feasible for the reduced problem; return it and its dual value."""
+    G = np.where(Sr, G, np.minimum(G, 0.0))
+    # restore omega^T G_g = 0 using the (sign-free) support entries
+    w_on = np.where(Sr, omega[:, None], 0.0)
+    corr = (omega[:, None] * G).sum(axis=0) / (w_on * w_on).sum(axis=0)
+    G = G - w_on * corr[None, :]
+    op = float(scipy.linalg.svdvals(G, check_finite=False)[0])
+    G = G / max(1.0, op)
+    dual = float(-(np.where(Sr, 0.0, G) * omega[:, None]).sum(axis=0) @ delta)
+    return G, dual
+
+
+def solve_nuclear_svm(
+    S: ArrayLike,
+    *,
+    tol: float = 1e-8,
+    max_iter: int = 20_000,
+    check_every: int = 10,
+    rho: float | None = None,
+) -> NuclearSVMResult:
+    """Specialised solver of the nuclear-norm NTP-SVM (ADMM on the reduced problem).
+
+    Parameters
+    ----------
+    S : (V, m) bool or 0/1 support matrix.
+    tol : relative duality gap certified at exit.
+    max_iter : ADMM iteration limit.
+    check_every : iterations between gap evaluations (two extra SVDs each).
+    rho : initial ADMM penalty (default: from the scale of the centred support).
+
+    Raises
+    ------
+    DataError
+        On an invalid support matrix.
+    SolverError
+        If the certified gap is not reached within ``max_iter`` iterations.
+    """
+    S = as_support(S)
+    _check_margin_support(S)
+    t0 = time.perf_counter()
+    red = reduce_support(S)
+    Sr, omega, delta = red.Sr, red.omega, red.delta
+    V = float(S.shape[0])
+    # feasible start: the reduced centred support D_r^{1/2} S~_r D_c^{1/2}
+    St_r = Sr - ((omega**2)[:, None] * Sr).sum(axis=0, keepdims=True) / V
+    Z = omega[:, None] * St_r * delta[None, :]
+    U0, s0, Vt0 = np.linalg.svd(Z, full_matrices=False)
+    k0 = int(np.sum(s0 > 1e-9 * s0[0]))
+    if rho is None:
+        rho = 0.2 / float(np.mean(s0[:k0]))  # 0.2: fewest iterations on test sets
+    U = -(U0[:, :k0] @ Vt0[:k0]) / rho  # scaled dual = -G_0 / rho
+    best: tuple[float, NDArray[np.float64], NDArray[np.float64], float] | None = None
+    alpha: NDArray[np.float64] | None = None
+    it = 0
+    for it in range(1, max_iter + 1):
+        Y = Z - U
+        X = _svt(Y, 1.0 / rho)
+        Z_old = Z
+        Z, alpha = _project_columns(X + U, Sr, omega, delta, alpha)
+        U = U + X - Z
+        if it % check_every == 0 or it == max_iter:
+            primal = float(scipy.linalg.svdvals(Z, check_finite=False).sum())
+            G, dual = _dual_repair(rho * (Y - X), Sr, omega, delta)
+            gap = (primal - dual) / primal
+            if best is None or gap < best[0]:
+                best = (gap, Z.copy(), G, dual)
+            if gap <= tol:
+                break
+            # residual balancing
+            r_norm = float(np.linalg.norm(X - Z))
+            s_norm = rho * float(np.linalg.norm(Z - Z_old))
+            if r_norm > 5.0 * s_norm:
+                rho *= 2.0
+                U /= 2.0
+            elif s_norm > 5.0 * r_norm:
+                rho /= 2.0
+                U *= 2.0
+    assert best is not None
+    gap, Zb, Gb, dual = best
+    if gap > tol:
+        raise SolverError(
+            f"ADMM reached max_iter={max_iter} with relative duality gap {gap:.2e} > tol={tol:.0e}"
+        )
+    # expand: L[z, j] = N[row_of z, col_of j] / (omega delta); centring keeps feasibility and
+    # cannot increase the nuclear norm (it is a contraction), so it only removes rounding.
+    scale = omega[:, None] * delta[None, :]
+    L = (Zb / scale)[np.ix_(red.row_of, red.col_of)]
+    L = L - L.mean(axis=0, keepdims=True)
+    G = (Gb / scale)[np.ix_(red.row_of, red.col_of)]
+    return NuclearSVMResult(
+        L=L,
+        G=G,
+        objective=float(np.linalg.svd(L, compute_uv=False).sum()),
+        dual_objective=dual,
+        violation=svm_constraint_violation(L, S),
+        iterations=it,
+        solver="admm",
+        reduced_shape=Sr.shape,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def nuclear_svm(S: ArrayLike, *, solver: str = "admm", tol: float = 1e-8) -> NDArray[np.float64]:
+    r"""Max-margin logits :math:`L^{mm}` (V, m) of a support matrix ``S`` (spec §2.3).
+
+    ``solver="admm"`` (default) uses :func:`solve_nuclear_svm`; ``"scs"`` or ``"clarabel"``
+    the cvxpy reference :func:`nuclear_svm_cvxpy`.
+
+    Raises
+    ------
+    DataError
+        If ``S`` is not a 0/1 matrix with non-empty columns, or no column leaves a word out.
+    SolverError
+        If the solver fails to reach the requested accuracy.
+    """
+    if solver == "admm":
+        return solve_nuclear_svm(S, tol=tol).L
+    return nuclear_svm_cvxpy(S, solver=solver).L

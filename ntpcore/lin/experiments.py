@@ -1,0 +1,641 @@
+r"""Cached experiments of the linear paper (key ``lin``), one function per notebook.
+
+Every public ``run_*`` takes one frozen ``*Config`` whose fields are the notebook's parameter
+names and returns a dict of arrays and scalars, cached by :func:`ntpcore.pipeline.cache.cached`.
+Per-run / per-point helpers are cached too, so an interrupted sweep resumes.
+
+Defaults follow the paper (App. A) and, where it is silent, the spec's recommendations
+(marked [I] in the spec): Gaussian embeddings, Dirichlet(1) probabilities, LeCun
+initialisation for the A.2 figures and zero initialisation for the toy.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ntpcore import lin
+from ntpcore.errors import SolverError
+from ntpcore.pipeline.cache import cached
+from ntpcore.pipeline.plotting import log_steps
+
+__all__ = [
+    "LinDistsConfig",
+    "LinGDConfig",
+    "LinOptimizersConfig",
+    "LinPhaseConfig",
+    "LinPhasePointConfig",
+    "LinRegPathConfig",
+    "LinSparsityConfig",
+    "LinToyConfig",
+    "LinToyGDConfig",
+    "LinTrainRunConfig",
+    "cone_threshold",
+    "run_dists",
+    "run_gd",
+    "run_optimizers",
+    "run_phase",
+    "run_phase_point",
+    "run_reg_path",
+    "run_sparsity",
+    "run_toy",
+    "run_toy_gd",
+    "run_train",
+    "synthetic_data",
+]
+
+
+def _steps(n_steps: int, n_records: int) -> np.ndarray:
+    return log_steps(n_steps, n_records)
+
+
+def _traj_out(
+    tr: lin.Trajectory,
+    keys=(
+        "loss",
+        "norm",
+        "gap",
+        "cos",
+        "cos_corr",
+        "cos_perp",
+        "rel_dist_F",
+        "dist_F",
+        "norm_perp",
+    ),
+) -> dict:
+    out = {"steps": tr.steps.astype(np.int64)}
+    out.update({k: tr.metrics[k] for k in keys})
+    return out
+
+
+# ----------------------------------------------------------------------------- toy (Figs 1-2)
+@dataclass(frozen=True)
+class LinToyConfig:
+    """The 2-D toy of Figs. 1-2 (embeddings and probabilities are [I] choices)."""
+
+    seed: int = 0  # seed of the Dirichlet(1) probability draws
+    angle_a: float = 10.0  # angle (degrees) of the embedding of context A
+    angle_b: float = 100.0  # angle of context B
+    angle_c: float = 260.0  # angle of context C
+    target_entropy: float = 0.8811  # redraw probabilities until |H - target| < 5e-3
+
+
+def _toy(cfg) -> lin.NTPData:
+    return lin.make_toy(
+        cfg.seed,
+        angles_deg=(cfg.angle_a, cfg.angle_b, cfg.angle_c),
+        target_entropy=cfg.target_entropy,
+    )
+
+
+@cached
+def run_toy(cfg: LinToyConfig) -> dict:
+    """Toy data, W^mm (NTP-SVM) and W* (finite component)."""
+    data = _toy(cfg)
+    pair = lin.solution_pair(data.H, data.P)
+    return {
+        "H": data.H,
+        "P": data.P,
+        "entropy": data.entropy,
+        "n_draws": data.info["n_draws"],
+        "W_mm": pair["W_mm"],
+        "W_star": pair["W_star"],
+        "norm_mm": pair["svm"].norm,
+        "norm_star": float(np.linalg.norm(pair["W_star"])),
+        "inner_star_mm": float(np.vdot(pair["W_star"], pair["W_mm"])),
+        "dim_F": pair["F"].dim,
+        "svm_solver": pair["svm"].solver,
+    }
+
+
+@dataclass(frozen=True)
+class LinToyGDConfig:
+    """GD on the toy (Fig. 1, right)."""
+
+    seed: int = 0
+    angle_a: float = 10.0
+    angle_b: float = 100.0
+    angle_c: float = 260.0
+    target_entropy: float = 0.8811
+    init: str = "zero"  # the paper's checklist: "starting from zero initialization"
+    step_size: float = 0.5
+    n_steps: int = 10_000
+    n_records: int = 60
+
+
+@cached
+def run_toy_gd(cfg: LinToyGDConfig) -> dict:
+    data = _toy(cfg)
+    pair = lin.solution_pair(data.H, data.P)
+    tr = lin.train_ntp(
+        data,
+        optimizer="gd",
+        eta=cfg.step_size,
+        n_steps=cfg.n_steps,
+        init=cfg.init,
+        init_seed=cfg.seed,
+        record_steps=_steps(cfg.n_steps, cfg.n_records),
+        pair=pair,
+    )
+    out = _traj_out(tr)
+    out.update(
+        {
+            "entropy": data.entropy,
+            "norm_mm": pair["svm"].norm,
+            "norm_star": float(np.linalg.norm(pair["W_star"])),
+            "monotone": bool(np.all(np.diff(tr.loss) <= 1e-12)),
+        }
+    )
+    return out
+
+
+# ----------------------------------------------------------------------------- A.2 data
+def synthetic_data(cfg) -> lin.NTPData:
+    """The A.2 synthetic set from a config with the data fields."""
+    return lin.make_synthetic(
+        m=cfg.n_contexts,
+        d=cfg.dim,
+        V=cfg.vocab_size,
+        S=cfg.support_size,
+        seed=cfg.seed,
+        emb=cfg.emb,
+        prob=cfg.prob,
+    )
+
+
+@dataclass(frozen=True)
+class LinDistsConfig:
+    """Fig. 3: next-token distributions of randomly picked contexts."""
+
+    seed: int = 0
+    n_contexts: int = 50
+    dim: int = 60
+    vocab_size: int = 10
+    support_size: int = 6
+    emb: str = "gauss"
+    prob: str = "dirichlet"
+    n_shown: int = 8
+
+
+@cached
+def run_dists(cfg: LinDistsConfig) -> dict:
+    data = synthetic_data(cfg)
+    rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 3]))
+    shown = np.sort(rng.choice(cfg.n_contexts, min(cfg.n_shown, cfg.n_contexts), replace=False))
+    return {"P": data.P, "shown": shown.astype(np.int64), "entropy": data.entropy}
+
+
+@dataclass(frozen=True)
+class LinTrainRunConfig:
+    """One training run on the A.2 data (shared by Figs. 4-5 and the sweeps)."""
+
+    seed: int = 0
+    n_contexts: int = 50
+    dim: int = 60
+    vocab_size: int = 10
+    support_size: int = 6
+    emb: str = "gauss"
+    prob: str = "dirichlet"
+    init: str = "lecun"
+    init_seed: int = 0
+    optimizer: str = "gd"
+    step_size: float = 0.5
+    beta1: float = 0.9
+    beta2: float = 0.99
+    eps: float = 1e-8
+    n_steps: int = 10_000
+    n_records: int = 60
+
+
+@cached
+def run_train(cfg: LinTrainRunConfig) -> dict:
+    t0 = time.perf_counter()
+    data = synthetic_data(cfg)
+    pair = lin.solution_pair(data.H, data.P)
+    tr = lin.train_ntp(
+        data,
+        optimizer=cfg.optimizer,
+        eta=cfg.step_size,
+        n_steps=cfg.n_steps,
+        init=cfg.init,
+        init_seed=cfg.init_seed,
+        record_steps=_steps(cfg.n_steps, cfg.n_records),
+        betas=(cfg.beta1, cfg.beta2),
+        eps=cfg.eps,
+        pair=pair,
+    )
+    out = _traj_out(tr)
+    out.update(
+        {
+            "entropy": data.entropy,
+            "norm_mm": pair["svm"].norm,
+            "norm_star": float(np.linalg.norm(pair["W_star"])),
+            "dim_F": pair["F"].dim,
+            "monotone": bool(np.all(np.diff(tr.loss) <= 1e-12)),
+            "smoothness": lin.smoothness_bound(data.H, data.pi),
+            "compute_seconds": time.perf_counter() - t0,
+        }
+    )
+    return out
+
+
+_DATA_FIELDS = ("seed", "n_contexts", "dim", "vocab_size", "support_size", "emb", "prob")
+
+
+def _run_cfg(cfg, **kw) -> LinTrainRunConfig:
+    base = {k: getattr(cfg, k) for k in _DATA_FIELDS}
+    base.update(
+        init=cfg.init, init_seed=cfg.init_seed, n_steps=cfg.n_steps, n_records=cfg.n_records
+    )
+    base.update(kw)
+    return LinTrainRunConfig(**base)
+
+
+@dataclass(frozen=True)
+class LinGDConfig:
+    """Fig. 4: GD on the A.2 data."""
+
+    seed: int = 0
+    n_contexts: int = 50
+    dim: int = 60
+    vocab_size: int = 10
+    support_size: int = 6
+    emb: str = "gauss"
+    prob: str = "dirichlet"
+    init: str = "lecun"
+    init_seed: int = 0
+    step_size: float = 0.5
+    n_steps: int = 10_000
+    n_records: int = 60
+
+
+def run_gd(cfg: LinGDConfig) -> dict:
+    return run_train(_run_cfg(cfg, optimizer="gd", step_size=cfg.step_size))
+
+
+@dataclass(frozen=True)
+class LinOptimizersConfig:
+    """Fig. 5: NGD and Adam on the A.2 data (GD as a reference)."""
+
+    seed: int = 0
+    n_contexts: int = 50
+    dim: int = 60
+    vocab_size: int = 10
+    support_size: int = 6
+    emb: str = "gauss"
+    prob: str = "dirichlet"
+    init: str = "lecun"
+    init_seed: int = 0
+    ngd_step_size: float = 0.01
+    adam_step_size: float = 0.01
+    beta1: float = 0.9
+    beta2: float = 0.99
+    eps: float = 1e-8
+    gd_step_size: float = 0.5
+    n_steps: int = 10_000
+    n_records: int = 60
+
+
+def run_optimizers(cfg: LinOptimizersConfig) -> dict[str, dict]:
+    """{'gd': ..., 'ngd': ..., 'adam': ...}, each the output of :func:`run_train`."""
+    return {
+        "gd": run_train(_run_cfg(cfg, optimizer="gd", step_size=cfg.gd_step_size)),
+        "ngd": run_train(_run_cfg(cfg, optimizer="ngd", step_size=cfg.ngd_step_size)),
+        "adam": run_train(
+            _run_cfg(
+                cfg,
+                optimizer="adam",
+                step_size=cfg.adam_step_size,
+                beta1=cfg.beta1,
+                beta2=cfg.beta2,
+                eps=cfg.eps,
+            )
+        ),
+    }
+
+
+# ----------------------------------------------------------------------------- Theorem 1
+@dataclass(frozen=True)
+class LinRegPathConfig:
+    """Regularization path (Theorem 1) with the GD path overlaid against the norm."""
+
+    seed: int = 0
+    n_contexts: int = 50
+    dim: int = 60
+    vocab_size: int = 10
+    support_size: int = 6
+    emb: str = "gauss"
+    prob: str = "dirichlet"
+    radii: tuple[float, ...] = (
+        1.0,
+        2.0,
+        3.0,
+        5.0,
+        7.0,
+        10.0,
+        15.0,
+        20.0,
+        30.0,
+        40.0,
+        50.0,
+        60.0,
+        70.0,
+        80.0,
+    )
+    init: str = "zero"
+    init_seed: int = 0
+    step_size: float = 0.5
+    n_steps: int = 300_000
+    n_records: int = 80
+
+
+@cached
+def run_reg_path(cfg: LinRegPathConfig) -> dict:
+    t0 = time.perf_counter()
+    data = synthetic_data(cfg)
+    pair = lin.solution_pair(data.H, data.P)
+    Wmm, Ws, F = pair["W_mm"], pair["W_star"], pair["F"]
+    path = lin.reg_path(data.H, data.P, data.pi, cfg.radii, on_fail="stop")
+    ns = float(np.linalg.norm(Ws))
+    W = path["W"]
+    out = {
+        "radii": path["B"],
+        "path_norm": path["norm"],
+        "mu": path["mu"],
+        "n_failed": path["n_failed"],
+        "path_cos": np.array([lin.cos(w, Wmm) for w in W]),
+        "path_cos_corr": np.array([lin.cos(w - Ws, Wmm) for w in W]),
+        "path_rel_dist_F": np.array([np.linalg.norm(F.project(w) - Ws) / ns for w in W]),
+        "path_gap": np.array([lin.ce_gap(w, data.H, data.P, data.pi) for w in W]),
+        "norm_mm": pair["svm"].norm,
+        "norm_star": ns,
+    }
+    gd = run_train(_run_cfg(cfg, optimizer="gd", step_size=cfg.step_size))
+    out.update({f"gd_{k}": v for k, v in gd.items() if isinstance(v, np.ndarray)})
+    out["compute_seconds"] = time.perf_counter() - t0
+    return out
+
+
+# ----------------------------------------------------------------------------- phase diagram
+def cone_threshold(V: int, S: int, n_samples: int = 200_000, seed: int = 0) -> float:
+    r"""Predicted NTP-separability threshold :math:`\delta(\mathcal C_S)/(V-1)` for d/m.
+
+    :math:`\mathcal C_S = \{c\in\mathbb R^V: 1^\top c = 0,\ c_v\le 0\ (v\notin S)\}` is the cone
+    of admissible dual columns (KKT of Def. 3), and its statistical dimension equals
+    :math:`\mathbb E\,\mathrm{dist}^2(g, K_S)` for :math:`g\sim N(0, I_V)` and the polar cone
+    :math:`K_S = \{\ell: \ell_z = \ell_{z'}\ (z,z'\in S),\ \ell_z\ge\ell_v\ (v\notin S)\}` of
+    logit vectors that satisfy (6a)-(6b) weakly.  Monte Carlo with ``n_samples`` draws.
+    For V = 2, S = 1 it is exactly 1/2 (Cover).
+    """
+    if not 1 <= S < V:
+        raise ValueError(f"need 1 <= S < V, got S={S}, V={V}")
+    if (V, S) == (2, 1):
+        return 0.5  # Cover: the polar cone is a half-line, statistical dimension 1/2
+    g = np.random.default_rng(seed).standard_normal((n_samples, V))
+    gs = g[:, :S]
+    go = -np.sort(-g[:, S:], axis=1)  # off-support coordinates, descending
+    ssum = gs.sum(axis=1)
+    # Projection onto K_S: in-support coordinates and the k largest off-support ones move to
+    # a common level c = (sum_S g + sum_top-k g) / (S + k); k is the consistent one.
+    dist2 = np.full(n_samples, np.nan)
+    csum = np.zeros(n_samples)
+    idx = np.arange(V - S)[None, :]
+    for k in range(V - S + 1):
+        if k:
+            csum = csum + go[:, k - 1]
+        c = (ssum + csum) / (S + k)
+        ok = np.ones(n_samples, dtype=bool)
+        if k:
+            ok &= go[:, k - 1] > c
+        if k < V - S:
+            ok &= go[:, k] <= c
+        d2 = ((gs - c[:, None]) ** 2).sum(axis=1) + (
+            np.where(idx < k, go - c[:, None], 0.0) ** 2
+        ).sum(axis=1)
+        dist2 = np.where(ok & np.isnan(dist2), d2, dist2)
+    return float(np.mean(dist2) / (V - 1))
+
+
+@dataclass(frozen=True)
+class LinPhasePointConfig:
+    """One point of the phase diagram: n_trials Gaussian instances at (V, S, m, d)."""
+
+    seed: int
+    vocab_size: int
+    support_size: int
+    n_contexts: int
+    dim: int
+    n_trials: int
+
+
+@cached
+def run_phase_point(cfg: LinPhasePointConfig) -> dict:
+    ss = np.random.SeedSequence(
+        [cfg.seed, cfg.vocab_size, cfg.support_size, cfg.n_contexts, cfg.dim]
+    ).spawn(cfg.n_trials)
+    V, S, m, d = cfg.vocab_size, cfg.support_size, cfg.n_contexts, cfg.dim
+    n_sep = n_compat = n_fail = 0
+    for s in ss:
+        rng = np.random.default_rng(s)
+        H = rng.standard_normal((d, m))
+        Sm = np.zeros((V, m), dtype=bool)
+        for j in range(m):
+            Sm[rng.choice(V, S, replace=False), j] = True
+        try:
+            n_sep += lin.separability_lp(H, Sm)["separable"]
+        except SolverError:
+            n_fail += 1
+        F = lin.data_subspace(H, Sm)
+        n_compat += F.dim == F.n_generators
+    return {
+        "n_separable": n_sep,
+        "n_compatible": n_compat,
+        "n_lp_failed": n_fail,
+        "n_trials": cfg.n_trials,
+    }
+
+
+@dataclass(frozen=True)
+class LinPhaseConfig:
+    """NTP-separability / compatibility phase diagram (beyond the paper, spec §6.2)."""
+
+    seed: int = 0
+    vocab_size: int = 10
+    support_sizes: tuple[int, ...] = (1, 2, 3, 6)
+    onehot_vocab_sizes: tuple[int, ...] = (2, 3, 5, 20)
+    n_contexts: int = 50
+    ratios: tuple[float, ...] = (
+        0.05,
+        0.1,
+        0.15,
+        0.2,
+        0.25,
+        0.3,
+        0.35,
+        0.4,
+        0.45,
+        0.5,
+        0.55,
+        0.6,
+        0.7,
+        0.8,
+        0.9,
+        1.0,
+        1.1,
+    )
+    n_trials: int = 40
+
+
+def run_phase(
+    cfg: LinPhaseConfig,
+    progress: bool = True,
+    *,
+    n_workers: int = 1,
+    scheduler: str | None = None,
+) -> dict:
+    """Fraction of NTP-separable / compatible instances vs d/m (per-point cached).
+
+    The points are independent runs: they go through :func:`ntpcore.pipeline.sweep.map_runs`
+    (in-process by default, ``n_workers`` local processes, or a ``dask.distributed``
+    scheduler address).  How they run does not change what they compute, so neither is
+    part of ``cfg`` or of any cache key.
+    """
+    from ntpcore.pipeline.sweep import map_runs
+
+    t0 = time.perf_counter()
+    dims = np.unique(np.maximum(1, np.round(np.asarray(cfg.ratios) * cfg.n_contexts)))
+    dims = dims.astype(np.int64)
+    curves = [(cfg.vocab_size, S) for S in cfg.support_sizes]
+    curves += [(V, 1) for V in cfg.onehot_vocab_sizes]
+    curves = list(dict.fromkeys(curves))  # one curve per (V, S), even if listed twice
+    points = [
+        LinPhasePointConfig(cfg.seed, V, S, cfg.n_contexts, int(d), cfg.n_trials)
+        for V, S in curves
+        for d in dims
+    ]
+    results = map_runs(
+        run_phase_point,
+        points,
+        n_workers=n_workers,
+        scheduler=scheduler,
+        desc="phase diagram",
+        progress=progress,
+    )
+    sep: dict[tuple[int, int], list[float]] = {}
+    comp: dict[tuple[int, int], list[float]] = {}
+    for pt, r in zip(points, results, strict=True):
+        ok = r["n_trials"] - r["n_lp_failed"]
+        sep.setdefault((pt.vocab_size, pt.support_size), []).append(r["n_separable"] / max(ok, 1))
+        comp.setdefault((pt.vocab_size, pt.support_size), []).append(
+            r["n_compatible"] / r["n_trials"]
+        )
+    out: dict = {"dims": dims, "ratio": dims / cfg.n_contexts}
+    for S in cfg.support_sizes:
+        key = (cfg.vocab_size, S)
+        out[f"sep_S{S}"], out[f"comp_S{S}"] = np.array(sep[key]), np.array(comp[key])
+        out[f"pred_S{S}"] = cone_threshold(cfg.vocab_size, S) if S < cfg.vocab_size else 1.0
+    for V in cfg.onehot_vocab_sizes:
+        out[f"sep_V{V}"] = np.array(sep[(V, 1)])
+        out[f"pred_V{V}"] = cone_threshold(V, 1)
+    # Cover's exact finite-m curve for V = 2 one-hot: P = 2^(1-m) sum_{k<d} C(m-1, k).
+    from scipy.stats import binom
+
+    out["cover_V2"] = binom.cdf(dims - 1, cfg.n_contexts - 1, 0.5)
+    out["compute_seconds"] = time.perf_counter() - t0
+    return out
+
+
+# ----------------------------------------------------------------------------- sparsity sweep
+@dataclass(frozen=True)
+class LinSparsityConfig:
+    """Support-size sweep from one-hot to full support (beyond the paper, spec §6.5)."""
+
+    seed: int = 0
+    n_contexts: int = 50
+    dim: int = 60
+    vocab_size: int = 10
+    support_sizes: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 9, 10)
+    emb: str = "gauss"
+    prob: str = "dirichlet"
+    init: str = "lecun"
+    init_seed: int = 0
+    step_size: float = 0.5
+    n_steps: int = 100_000
+    n_records: int = 60
+
+
+def run_sparsity(cfg: LinSparsityConfig) -> dict:
+    """GD for every support size S (each run cached); W^mm norm, dim F, frozen P_perp."""
+    t0 = time.perf_counter()
+    base = {k: v for k, v in asdict(cfg).items() if k in _DATA_FIELDS}
+    out: dict = {"support_sizes": np.asarray(cfg.support_sizes)}
+    rows = {"norm": [], "gap": [], "norm_perp": [], "rel_dist_F": [], "cos": []}
+    norm_mm, dim_F, norm_star = [], [], []
+    for S in cfg.support_sizes:
+        run = LinTrainRunConfig(
+            **{**base, "support_size": int(S)},
+            init=cfg.init,
+            init_seed=cfg.init_seed,
+            optimizer="gd",
+            step_size=cfg.step_size,
+            n_steps=cfg.n_steps,
+            n_records=cfg.n_records,
+        )
+        if S < cfg.vocab_size:
+            r = run_train(run)
+            norm_mm.append(r["norm_mm"])
+        else:
+            r = _run_full_support(run)
+            norm_mm.append(np.nan)
+        for k in rows:
+            rows[k].append(r[k])
+        dim_F.append(r["dim_F"])
+        norm_star.append(r["norm_star"])
+        out["steps"] = r["steps"]
+    out.update({k: np.stack(v) for k, v in rows.items()})
+    out.update(
+        {
+            "norm_mm": np.asarray(norm_mm),
+            "dim_F": np.asarray(dim_F),
+            "norm_star": np.asarray(norm_star),
+            "compute_seconds": time.perf_counter() - t0,
+        }
+    )
+    return out
+
+
+@cached
+def _run_full_support(cfg: LinTrainRunConfig) -> dict:
+    """GD with full supports: no W^mm; metrics relative to W* only."""
+    data = synthetic_data(cfg)
+    fc = lin.finite_component_info(data.H, data.P)
+    F, Ws = fc["F"], fc["W_star"]
+    ns = float(np.linalg.norm(Ws))
+    W0 = lin.init_weights((data.V, data.d), cfg.init, cfg.init_seed)
+    perp0 = F.project_perp(W0)
+
+    def metrics(W):
+        WF = F.project(W)
+        return {
+            "gap": lin.ce_gap(W, data.H, data.P, data.pi),
+            "rel_dist_F": float(np.linalg.norm(WF - Ws)) / ns,
+            "norm_perp": float(np.linalg.norm(W - WF)),
+            "perp_drift": float(np.linalg.norm(W - WF - perp0)),
+            "cos": np.nan,
+        }
+
+    tr = lin.train(
+        lin.make_loss_grad(data.H, data.P, data.pi),
+        W0,
+        optimizer="gd",
+        eta=cfg.step_size,
+        n_steps=cfg.n_steps,
+        record_steps=_steps(cfg.n_steps, cfg.n_records),
+        metrics=metrics,
+    )
+    out = {"steps": tr.steps}
+    out.update(tr.metrics)
+    out.update({"dim_F": F.dim, "norm_star": ns})
+    return out

@@ -1,0 +1,169 @@
+r"""Cross-entropy of next-token prediction with a linear decoder [lin, eq. (2)].
+
+With logits :math:`L = W\bar H` (V, m), column softmax :math:`\Sigma = \mathbb S(L)` and
+:math:`\Pi = \operatorname{diag}(\hat\pi)`:
+
+.. math::
+    \mathrm{CE}(W) = \sum_j \hat\pi_j\big(\operatorname{logsumexp}(L_{:,j})
+        - \hat p_j^\top L_{:,j}\big),\qquad
+    \nabla\mathrm{CE}(W) = (\Sigma - P)\,\Pi\,\bar H^\top .
+
+:math:`\mathrm{CE}(W) = H + \sum_j\hat\pi_j\,\mathrm{KL}(\hat p_j\,\|\,\mathbb S(W\bar h_j))`,
+so CE is bounded below by the empirical entropy H and, because the softmax is strictly
+positive, never reaches it at a finite W when some support is not full.
+
+The functions named ``*_fast`` skip validation; trainers build them once after checking
+the data (see :func:`make_loss_grad`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ntpcore.core.validate import as_float_array
+from ntpcore.lin.data import check_data
+
+__all__ = [
+    "ce",
+    "ce_F",
+    "ce_gap",
+    "ce_grad",
+    "ce_hessian",
+    "kl_terms",
+    "log_softmax",
+    "make_loss_grad",
+    "smoothness_bound",
+    "softmax",
+]
+
+Array = NDArray[np.float64]
+
+
+def log_softmax(L: Array) -> Array:
+    """Column-wise log-softmax of a (V, m) logit matrix (stable)."""
+    mx = L.max(axis=0, keepdims=True)
+    Z = L - mx
+    return Z - np.log(np.exp(Z).sum(axis=0, keepdims=True))
+
+
+def softmax(L: Array) -> Array:
+    """Column-wise softmax of a (V, m) logit matrix (stable)."""
+    Z = np.exp(L - L.max(axis=0, keepdims=True))
+    return Z / Z.sum(axis=0, keepdims=True)
+
+
+def _check_W(W: ArrayLike, V: int, d: int) -> Array:
+    return as_float_array(W, "W", ndim=2, shape=(V, d))
+
+
+def _ce_fast(W: Array, H: Array, P: Array, pi: Array) -> float:
+    L = W @ H  # (V, m)
+    mx = L.max(axis=0)
+    lse = mx + np.log(np.exp(L - mx).sum(axis=0))
+    return float(pi @ (lse - (P * L).sum(axis=0)))
+
+
+def _ce_grad_fast(W: Array, H: Array, P: Array, pi: Array) -> tuple[float, Array]:
+    L = W @ H  # (V, m)
+    mx = L.max(axis=0)
+    E = np.exp(L - mx)
+    Zs = E.sum(axis=0)
+    lse = mx + np.log(Zs)
+    loss = float(pi @ (lse - (P * L).sum(axis=0)))
+    R = (E / Zs - P) * pi  # (V, m) = (Sigma - P) Pi
+    return loss, R @ H.T
+
+
+def ce(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
+    """CE loss of eq. (2); ``pi=None`` means uniform context frequencies."""
+    H, P, pi = check_data(H, P, pi)
+    W = _check_W(W, P.shape[0], H.shape[0])
+    return _ce_fast(W, H, P, pi)
+
+
+def ce_grad(
+    W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None
+) -> tuple[float, Array]:
+    r"""CE loss and its gradient :math:`(\Sigma - P)\Pi\bar H^\top` (V, d)."""
+    H, P, pi = check_data(H, P, pi)
+    W = _check_W(W, P.shape[0], H.shape[0])
+    return _ce_grad_fast(W, H, P, pi)
+
+
+def kl_terms(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
+    r"""Per-context :math:`\mathrm{KL}(\hat p_j\,\|\,\mathbb S(W\bar h_j))`, shape (m,)."""
+    H, P, _ = check_data(H, P, None)
+    W = _check_W(W, P.shape[0], H.shape[0])
+    lq = log_softmax(W @ H)
+    S = P > 0
+    logp = np.log(np.where(S, P, 1.0))
+    return np.where(S, P * (logp - lq), 0.0).sum(axis=0)
+
+
+def ce_gap(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
+    r""":math:`\mathrm{CE}(W) - H = \sum_j\hat\pi_j\mathrm{KL}_j` computed without cancellation."""
+    H, P, pi = check_data(H, P, pi)
+    return float(pi @ kl_terms(W, H, P))
+
+
+def ce_F(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
+    r"""The in-support loss of eq. (12), a lower bound of CE with :math:`\inf_F = H`.
+
+    .. math::
+        \mathrm{CE}_F(W) = \sum_j\hat\pi_j\sum_{z\in\mathcal S_j}\hat p_{j,z}
+        \log\Big(1 + \sum_{z'\in\mathcal S_j, z'\neq z} e^{-(e_z-e_{z'})^\top W\bar h_j}\Big)
+
+    i.e. the cross-entropy of the softmax restricted to each support.
+    """
+    H, P, pi = check_data(H, P, pi)
+    W = _check_W(W, P.shape[0], H.shape[0])
+    L = W @ H
+    S = P > 0
+    Ls = np.where(S, L, -np.inf)
+    mx = Ls.max(axis=0)
+    lse = mx + np.log(np.where(S, np.exp(Ls - mx), 0.0).sum(axis=0))
+    return float(pi @ (lse - np.where(S, P * L, 0.0).sum(axis=0)))
+
+
+def ce_hessian(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> Array:
+    r"""Dense Hessian of CE in row-major ``vec(W)`` (V*d, V*d).
+
+    :math:`\nabla^2\mathrm{CE} = \sum_j\hat\pi_j(\operatorname{diag}(s_j) - s_js_j^\top)
+    \otimes\bar h_j\bar h_j^\top`; only for small V*d (tests, smoothness constants).
+    """
+    H, P, pi = check_data(H, P, pi)
+    V, d = P.shape[0], H.shape[0]
+    W = _check_W(W, V, d)
+    Sg = softmax(W @ H)
+    out = np.zeros((V * d, V * d))
+    for j in range(H.shape[1]):
+        s = Sg[:, j]
+        out += pi[j] * np.kron(np.diag(s) - np.outer(s, s), np.outer(H[:, j], H[:, j]))
+    return out
+
+
+def smoothness_bound(H: ArrayLike, pi: ArrayLike | None = None) -> float:
+    r"""Upper bound :math:`\tfrac12\lambda_{\max}(\bar H\Pi\bar H^\top)` on the smoothness of CE.
+
+    Uses :math:`\lambda_{\max}(\operatorname{diag}(s)-ss^\top)\le 1/2` [spec §2.7].
+    """
+    H = as_float_array(H, "H", ndim=2)
+    m = H.shape[1]
+    pi = np.full(m, 1.0 / m) if pi is None else as_float_array(pi, "pi", shape=(m,))
+    return 0.5 * float(np.linalg.eigvalsh((H * pi) @ H.T)[-1])
+
+
+def make_loss_grad(
+    H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None
+) -> Callable[[Array], tuple[float, Array]]:
+    """Validate once and return ``W -> (CE(W), grad CE(W))`` for the trainers."""
+    H, P, pi = check_data(H, P, pi)
+    H = np.ascontiguousarray(H)
+
+    def loss_grad(W: Array) -> tuple[float, Array]:
+        return _ce_grad_fast(W, H, P, pi)
+
+    return loss_grad

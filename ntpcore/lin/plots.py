@@ -1,0 +1,183 @@
+"""Plotting helpers of the linear-paper notebooks (2-D geometry, training panels)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+
+from ntpcore.pipeline.plotting import COLORS
+
+__all__ = ["CONTEXT_NAMES", "draw_geometry", "draw_prob_heatmap", "draw_training", "support_label"]
+
+CONTEXT_NAMES = ("A", "B", "C")
+#: Word colours for the toy (5 words), colour-blind safe.
+WORD_COLORS = [COLORS[0], COLORS[1], COLORS[2], COLORS[3], COLORS[4]]
+
+
+def support_label(S_col: np.ndarray) -> str:
+    """1-based in-support word ids of one context, e.g. '234' (the paper's labels)."""
+    return "".join(str(v + 1) for v in np.flatnonzero(S_col))
+
+
+def draw_geometry(
+    ax: Axes,
+    H: np.ndarray,
+    W: np.ndarray,
+    S: np.ndarray,
+    *,
+    normals: bool = True,
+    names: Sequence[str] = CONTEXT_NAMES,
+    title: str | None = None,
+) -> None:
+    """Context embeddings (black dots, support labels) and the rows of W (stars, normals).
+
+    Rows that coincide (to 1e-6) share one label, e.g. ``w1 = w5``.
+    """
+    V = W.shape[0]
+    pts = np.vstack([W, H.T, np.zeros((1, 2))])
+    span = float(np.ptp(pts, axis=0).max())
+    pad = 0.18 * span
+    xlim = (pts[:, 0].min() - pad, pts[:, 0].max() + pad)
+    ylim = (pts[:, 1].min() - pad, pts[:, 1].max() + pad)
+    labelled: list[int] = []
+    for v in range(V):
+        c = WORD_COLORS[v % len(WORD_COLORS)]
+        w = W[v]
+        ax.annotate("", xy=w, xytext=(0, 0), arrowprops={"arrowstyle": "-", "color": c, "lw": 1.2})
+        ax.plot(*w, marker="*", ms=9, color=c, zorder=3)
+        if normals and np.linalg.norm(w) > 0:
+            n = np.array([-w[1], w[0]]) / np.linalg.norm(w)
+            ax.plot(
+                [-3 * span * n[0], 3 * span * n[0]],
+                [-3 * span * n[1], 3 * span * n[1]],
+                color=c,
+                lw=0.7,
+                ls="--",
+                alpha=0.7,
+            )
+        if any(np.allclose(W[u], w, atol=1e-6) for u in labelled):
+            continue
+        same = [u for u in range(V) if np.allclose(W[u], w, atol=1e-6)]
+        labelled.append(v)
+        text = " = ".join(rf"$w_{u + 1}$" for u in same)
+        ax.annotate(
+            text, w, xytext=(0, 7), textcoords="offset points", color=c, fontsize=8, ha="center"
+        )
+    for j in range(H.shape[1]):
+        h = H[:, j]
+        ax.plot(*h, "o", color="black", ms=6, zorder=4)
+        ax.annotate(
+            names[j], h, xytext=(5, 3), textcoords="offset points", fontsize=9, fontweight="bold"
+        )
+        ax.annotate(
+            support_label(S[:, j]),
+            h,
+            xytext=(0, -11),
+            textcoords="offset points",
+            fontsize=8,
+            color="#444444",
+            ha="center",
+        )
+    ax.axhline(0, color="grey", lw=0.4)
+    ax.axvline(0, color="grey", lw=0.4)
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_aspect("equal")
+    if title:
+        ax.set_title(title)
+
+
+def draw_prob_heatmap(ax: Axes, P: np.ndarray, names: Sequence[str] = CONTEXT_NAMES):
+    """P as contexts x words; off-support entries black.  Returns the image (colorbar)."""
+    Pm = np.ma.masked_where(P.T <= 0, P.T)
+    cmap = plt.get_cmap("viridis").copy()
+    cmap.set_bad("black")
+    im = ax.imshow(Pm, cmap=cmap, vmin=0, vmax=1, aspect="auto")
+    m, V = P.shape[1], P.shape[0]
+    ax.set_xticks(range(V), [str(v + 1) for v in range(V)])
+    ax.set_yticks(range(m), list(names)[:m])
+    ax.set_xlabel("Words")
+    ax.set_ylabel("Contexts")
+    ax.grid(False)
+    for j in range(m):
+        for v in range(V):
+            if P[v, j] > 0:
+                ax.text(
+                    v,
+                    j,
+                    f"{P[v, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if P[v, j] < 0.6 else "black",
+                )
+    return im
+
+
+def _from_step_one(res: dict) -> dict:
+    """The recorded arrays without k = 0 (log-scaled iteration axes)."""
+    keep = np.asarray(res["steps"]) >= 1
+    return {
+        k: (np.asarray(v)[keep] if isinstance(v, np.ndarray) and v.shape[:1] == keep.shape else v)
+        for k, v in res.items()
+    }
+
+
+def draw_training(
+    axes: np.ndarray,
+    res: dict,
+    H_ent: float,
+    *,
+    color: str = COLORS[0],
+    label: str | None = None,
+    titles: bool = True,
+    ref: dict | None = None,
+    ref_label: str = "GD",
+    legend: bool = True,
+) -> None:
+    """The four panels of Figs. 1 (right), 4 and 5 on a 2 x 2 array of axes.
+
+    (a) CE(W_k) with the entropy bound H, (b) ||W_k||, (c) cos(W_k, W^mm) and the corrected
+    cos(W_k - W*, W^mm), (d) ||P_F(W_k) - W*|| / ||W*||.  ``ref`` overlays a reference run.
+    """
+    a, b, c, d = axes.flat
+    if ref is not None:
+        r = _from_step_one(ref)
+        kw = {"color": "#999999", "lw": 1.0, "ls": ":", "label": ref_label}
+        a.plot(r["steps"], r["loss"], **kw)
+        b.plot(r["steps"], r["norm"], **kw)
+        c.plot(r["steps"], r["cos_corr"], **kw)
+        d.plot(r["steps"], r["rel_dist_F"], **kw)
+    res = _from_step_one(res)
+    k = res["steps"]
+    a.plot(k, res["loss"], color=color, label=label or "CE")
+    a.axhline(H_ent, color="black", ls="--", lw=0.8, label="entropy H")
+    a.set(xscale="log", xlabel="iteration k", ylabel=r"CE$(W_k)$")
+    b.plot(k, res["norm"], color=color, label=label)
+    b.set(xscale="log", xlabel="iteration k", ylabel=r"$\|W_k\|_F$")
+    c.plot(k, res["cos"], color=color, label=r"$\cos(W_k, W^{\rm mm})$")
+    c.plot(k, res["cos_corr"], color=color, ls="--", label=r"$\cos(W_k - W^\star, W^{\rm mm})$")
+    c.set(
+        xscale="log",
+        xlabel="iteration k",
+        ylabel="correlation with $W^{\\rm mm}$",
+        ylim=(min(-0.05, float(np.min(res["cos"]))), 1.02),
+    )
+    d.plot(k, res["rel_dist_F"], color=color, label=label)
+    d.set(
+        xscale="log",
+        yscale="log",
+        xlabel="iteration k",
+        ylabel=r"$\|P_{\mathcal{F}}W_k - W^\star\| / \|W^\star\|$",
+    )
+    if legend:
+        a.legend(loc="upper right")
+        c.legend(loc="lower right")
+    if titles:
+        a.set_title("(a) loss vs entropy bound")
+        b.set_title("(b) norm growth")
+        c.set_title(r"(c) direction on $\mathcal{F}^\perp$")
+        d.set_title(r"(d) finite part on $\mathcal{F}$")

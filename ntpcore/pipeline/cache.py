@@ -1,0 +1,113 @@
+"""Cache computations, not notebooks.
+
+A function decorated with :func:`cached` takes one frozen dataclass (its configuration)
+and returns a ``dict`` of arrays and scalars.  The result is stored as
+``<cache_dir>/<qualname>/<key>.npz`` (arrays) plus ``<key>.json`` (scalars and the
+configuration) where ``key`` is the SHA-256 of the canonical JSON of
+``(qualname, asdict(cfg), ntpcore.__version__, CACHE_SALT)``.  Bump :data:`CACHE_SALT`
+whenever numerics change.  Both files are written atomically, the ``.json`` last, so
+an interrupted run leaves either a complete entry or none.
+
+Notebook execution itself is never cached: papermill always runs fresh, and the
+function cache makes a re-run after a plot-only change fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
+import ntpcore
+from ntpcore.core.io import atomic_path, write_text_atomic
+from ntpcore.pipeline import paths
+
+CACHE_SALT = "2026-11-21.1"
+
+Result = dict[str, Any]
+F = TypeVar("F", bound=Callable[..., Result])
+
+
+def _canonical(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _canonical(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): _canonical(v) for k, v in sorted(obj.items())}
+    if isinstance(obj, list | tuple):
+        return [_canonical(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, float | int | str | bool) or obj is None:
+        return obj
+    raise TypeError(f"cannot use {type(obj).__name__} in a cache key: {obj!r}")
+
+
+def cache_key(qualname: str, cfg: Any) -> str:
+    """SHA-256 key of a configuration (stable across runs and machines)."""
+    payload = json.dumps(
+        [qualname, _canonical(cfg), ntpcore.__version__, CACHE_SALT],
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _split(result: Result) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    arrays: dict[str, np.ndarray] = {}
+    scalars: dict[str, Any] = {}
+    for k, v in result.items():
+        if isinstance(v, np.ndarray):
+            if v.dtype == object:
+                raise TypeError(f"cached result {k!r} is an object array; use numeric arrays")
+            arrays[k] = v
+        else:
+            scalars[k] = _canonical(v)
+    return arrays, scalars
+
+
+def cached(func: F) -> F:
+    """Decorate ``func(cfg) -> dict`` with an on-disk, input-keyed cache."""
+    qualname = f"{func.__module__}.{func.__qualname__}"
+
+    @functools.wraps(func)
+    def wrapper(cfg: Any) -> Result:
+        if not (dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)):
+            raise TypeError(f"{qualname} expects a dataclass configuration, got {type(cfg)}")
+        key = cache_key(qualname, cfg)
+        folder = paths.cache_dir() / qualname
+        meta_path = folder / f"{key}.json"
+        npz_path = folder / f"{key}.npz"
+        if meta_path.exists():
+            meta = json.loads(meta_path.read_text())
+            result: Result = dict(meta["scalars"])
+            if meta["arrays"]:
+                with np.load(npz_path, allow_pickle=False) as data:
+                    result.update({k: data[k] for k in meta["arrays"]})
+            return result
+        result = func(cfg)
+        if not isinstance(result, dict):
+            raise TypeError(f"{qualname} must return a dict, got {type(result).__name__}")
+        arrays, scalars = _split(result)
+        if arrays:
+            with atomic_path(npz_path) as tmp:
+                np.savez_compressed(tmp, **arrays)
+        meta = {
+            "qualname": qualname,
+            "config": _canonical(cfg),
+            "ntpcore": ntpcore.__version__,
+            "salt": CACHE_SALT,
+            "arrays": sorted(arrays),
+            "scalars": scalars,
+        }
+        write_text_atomic(meta_path, json.dumps(meta, indent=1, sort_keys=True))
+        # Return what a cache hit would return, so that a first run and a re-run print
+        # the same thing (plain Python scalars, lists instead of tuples).
+        return {**json.loads(json.dumps(scalars)), **arrays}
+
+    wrapper.cache_qualname = qualname  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]

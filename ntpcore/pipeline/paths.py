@@ -1,0 +1,47 @@
+"""Fixed locations of the project, independent of the working directory.
+
+Notebooks run with different working directories under papermill (``notebooks/``),
+nbval (``book/executed/``) and JupyterLab, so every path is resolved here from the
+repository root.  Two environment variables exist for the test-suite and the runner
+only (notebooks never read them): ``NTP_FIGURE_DIR`` redirects figure output (the
+runner uses it to stage a notebook's figures until the notebook has succeeded),
+``NTP_EXECUTED_DIR`` redirects executed notebooks (``make test`` keeps its quick-profile
+copies apart from the book's) and ``NTP_CACHE_DIR`` redirects the computation cache.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK_DIR = ROOT / "notebooks"
+BOOK_DIR = ROOT / "book"
+EXECUTED_DIR = BOOK_DIR / "executed"
+REGISTRY = ROOT / "figures.yml"
+RESULTS_DIR = ROOT / "results"
+
+
+def _env_dir(var: str, default: Path) -> Path:
+    """``$var`` if set (a relative path is taken from the repository root), else default."""
+    value = os.environ.get(var)
+    return (ROOT / value).resolve() if value else default
+
+
+def figure_dir() -> Path:
+    """Where figures and their sidecars are written (``book/figures`` by default)."""
+    return _env_dir("NTP_FIGURE_DIR", BOOK_DIR / "figures")
+
+
+def executed_dir() -> Path:
+    """Where the runner puts executed notebooks (``book/executed`` by default)."""
+    return _env_dir("NTP_EXECUTED_DIR", EXECUTED_DIR)
+
+
+def cache_dir() -> Path:
+    """Root of the computation cache (``results/cache`` by default)."""
+    return _env_dir("NTP_CACHE_DIR", RESULTS_DIR / "cache")
+
+
+FIGURE_DIR = BOOK_DIR / "figures"
+CACHE_DIR = RESULTS_DIR / "cache"

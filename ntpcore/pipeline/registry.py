@@ -1,0 +1,257 @@
+"""The figures registry (``figures.yml``) and the notebooks' ``parameters`` cells.
+
+The registry is the single source of truth: figure id -> notebook, parameter overrides
+(``params``), quick-profile overrides (``quick``), paper and figure label as printed in
+the paper, and the claim the figure illustrates.
+
+A notebook's parameters cell holds literal assignments only, one per line, each with a
+comment.  The comment may start with a constraint in square brackets, which the runner
+checks before any kernel starts::
+
+    step_size = 0.5  # [>0] eta, the GD step size
+    n_steps = 1000  # [1,inf] number of steps (closed interval; inf allowed)
+    profile = "paper"  # [paper|quick] ...
+    frac = 0.3  # [0,1] fraction of ...
+
+Comments must not contain ``=``: papermill cannot read such a line (write ``[1,inf]``
+rather than ``[>=1]``).
+
+Types come from the literal default: an ``int`` is accepted where the default is a
+``float``; ``bool`` is never taken for a number.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import math
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import yaml
+
+from ntpcore.errors import ParameterError
+from ntpcore.pipeline import paths
+
+PAPERS = {"lin": "linear", "geo": "geometry", "att": "attention", "perf": "performance"}
+ID_RE = re.compile(r"^(lin|geo|att|perf)-[a-z0-9]+(-[a-z0-9]+)*$")
+REQUIRED = ("paper", "paper_label", "title", "notebook", "claim")
+OPTIONAL = ("params", "quick")
+
+
+class RegistryError(ValueError):
+    """figures.yml is malformed or inconsistent with the notebooks."""
+
+
+@dataclass(frozen=True)
+class FigureEntry:
+    """One entry of figures.yml."""
+
+    fig_id: str
+    paper: str
+    paper_label: str
+    title: str
+    notebook: str
+    claim: str
+    params: dict[str, Any] = field(default_factory=dict)
+    quick: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def notebook_path(self) -> Path:
+        return paths.ROOT / self.notebook
+
+    def overrides(self, profile: str) -> dict[str, Any]:
+        """Registry overrides for a profile: ``params``, then ``quick`` on top."""
+        merged = dict(self.params)
+        if profile == "quick":
+            merged.update(self.quick)
+        return merged
+
+
+def load_registry(path: Path | None = None) -> dict[str, FigureEntry]:
+    """Read and check figures.yml; raise :class:`RegistryError` naming the bad entry."""
+    path = path or paths.REGISTRY
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise RegistryError(f"{path.name} is not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise RegistryError(f"{path.name} must map figure ids to entries")
+    entries: dict[str, FigureEntry] = {}
+    for fig_id, body in raw.items():
+        if not isinstance(fig_id, str) or not ID_RE.match(fig_id):
+            raise RegistryError(
+                f"figure id {fig_id!r} must be '<paper>-<slug>' in kebab-case, "
+                f"with paper in {sorted(PAPERS)}"
+            )
+        if not isinstance(body, dict):
+            raise RegistryError(f"{fig_id}: entry must be a mapping")
+        missing = [k for k in REQUIRED if k not in body]
+        unknown = sorted(set(body) - set(REQUIRED) - set(OPTIONAL))
+        if missing or unknown:
+            raise RegistryError(f"{fig_id}: missing keys {missing}, unknown keys {unknown}")
+        if body["paper"] != fig_id.split("-")[0]:
+            raise RegistryError(f"{fig_id}: paper {body['paper']!r} does not match the id prefix")
+        for key in OPTIONAL:
+            if not isinstance(body.get(key) or {}, dict):
+                raise RegistryError(f"{fig_id}: {key} must be a mapping of parameter overrides")
+        entries[fig_id] = FigureEntry(
+            fig_id=fig_id,
+            paper=body["paper"],
+            paper_label=str(body["paper_label"]),
+            title=str(body["title"]),
+            notebook=str(body["notebook"]),
+            claim=str(body["claim"]),
+            params=dict(body.get("params") or {}),
+            quick=dict(body.get("quick") or {}),
+        )
+    return entries
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """A parameter declared in a notebook's parameters cell."""
+
+    name: str
+    default: Any
+    help: str
+    constraint: str | None
+
+    @property
+    def type_name(self) -> str:
+        return type(self.default).__name__
+
+    def check(self, value: Any, source: str) -> None:
+        """Raise :class:`ParameterError` if ``value`` does not fit this parameter."""
+        where = f"parameter {self.name!r} ({source})"
+        _check_type(self.default, value, where)
+        if self.constraint:
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                _check_constraint(self.constraint, item, where)
+
+
+def _check_type(default: Any, value: Any, where: str) -> None:
+    if default is None:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if ok and not math.isfinite(value):
+            raise ParameterError(f"{where}: must be finite, got {value!r}")
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+    elif isinstance(default, list | tuple):
+        ok = isinstance(value, list | tuple)
+        if ok and default:
+            for item in value:
+                _check_type(default[0], item, where + " element")
+    else:
+        ok = type(value) is type(default)
+    if not ok:
+        raise ParameterError(
+            f"{where}: expected {type(default).__name__} like the default {default!r}, "
+            f"got {type(value).__name__} {value!r}"
+        )
+
+
+_CMP = re.compile(r"^(>=|<=|>|<)\s*(-?[0-9.eE+-]+)$")
+_NUM = r"(-?inf|-?[0-9.eE+-]+)"
+_INTERVAL = re.compile(rf"^{_NUM}\s*,\s*{_NUM}$")
+
+
+def _check_constraint(constraint: str, value: Any, where: str) -> None:
+    c = constraint.strip()
+    if m := _CMP.match(c):
+        op, bound = m.group(1), float(m.group(2))
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return
+        ok = {">": value > bound, ">=": value >= bound, "<": value < bound, "<=": value <= bound}[
+            op
+        ]
+        if not ok:
+            raise ParameterError(f"{where}: must be {op} {m.group(2)}, got {value!r}")
+    elif m := _INTERVAL.match(c):
+        lo, hi = float(m.group(1)), float(m.group(2))
+        if isinstance(value, int | float) and not isinstance(value, bool) and not lo <= value <= hi:
+            raise ParameterError(
+                f"{where}: must lie in [{m.group(1)}, {m.group(2)}], got {value!r}"
+            )
+    elif "|" in c or c.isidentifier():
+        choices = [s.strip() for s in c.split("|")]
+        if str(value) not in choices:
+            raise ParameterError(f"{where}: must be one of {choices}, got {value!r}")
+    else:
+        raise RegistryError(f"{where}: cannot read the constraint [{constraint}]")
+
+
+def parameters_cell(nb_path: Path) -> str:
+    """Source of the cell tagged ``parameters`` (exactly one must exist)."""
+    nb = nbformat.read(nb_path, as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise RegistryError(
+            f"{nb_path.name}: expected one cell tagged 'parameters', found {len(cells)}"
+        )
+    return cells[0].source
+
+
+def parse_parameters(nb_path: Path) -> dict[str, ParamSpec]:
+    """Read the parameters cell: literal assignments with their comments."""
+    source = parameters_cell(nb_path)
+    comments: dict[int, str] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            comments[tok.start[0]] = tok.string.lstrip("#").strip()
+    specs: dict[str, ParamSpec] = {}
+    for node in ast.parse(source).body:
+        if not (
+            isinstance(node, ast.Assign | ast.AnnAssign)
+            and isinstance(
+                node.targets[0] if isinstance(node, ast.Assign) else node.target, ast.Name
+            )
+        ):
+            raise RegistryError(
+                f"{nb_path.name}: parameters cell line {node.lineno} is not a simple assignment"
+            )
+        target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+        try:
+            default = ast.literal_eval(node.value)
+        except ValueError as exc:
+            raise RegistryError(
+                f"{nb_path.name}: parameter {target.id!r} must be a literal (line {node.lineno})"
+            ) from exc
+        comment = comments.get(node.lineno, "")
+        if "=" in comment:
+            raise RegistryError(
+                f"{nb_path.name}: the comment of parameter {target.id!r} contains '=', which "
+                f"papermill cannot parse; write [1,inf] instead of [>=1]"
+            )
+        constraint = None
+        if m := re.match(r"^\[([^\]]*)\]\s*(.*)$", comment):
+            constraint, comment = m.group(1), m.group(2)
+        specs[target.id] = ParamSpec(target.id, default, comment, constraint)
+    return specs
+
+
+def validate_overrides(
+    specs: dict[str, ParamSpec], overrides: dict[str, Any], source: str, fig_id: str
+) -> None:
+    """Check override keys, types and ranges; raise :class:`ParameterError` naming the key."""
+    for key, value in overrides.items():
+        if key not in specs:
+            known = ", ".join(sorted(specs))
+            raise ParameterError(
+                f"{fig_id}: unknown parameter {key!r} ({source}); the notebook declares: {known}"
+            )
+        specs[key].check(value, f"{fig_id}, {source}")

@@ -1,0 +1,320 @@
+"""Reproduce the book's figures: ``python -m ntpcore.pipeline.runner``.
+
+::
+
+    python -m ntpcore.pipeline.runner [--profile paper|quick] [--only ID ...]
+                                [--set KEY=VALUE ...] [--jobs N] [--list]
+
+Every override (registry ``params``, registry ``quick`` and ``--set``) is validated
+against the notebook's ``parameters`` cell before any kernel starts.  Each notebook is
+executed by papermill into a private staging folder; only when it succeeds are its
+executed copy (``book/executed/<id>.ipynb``) and figures (``book/figures/<id>.*``) moved
+into place, so a failing notebook leaves no half-written figure.  The error names the
+notebook, the cell and the cause.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import yaml
+from tqdm.auto import tqdm
+
+from ntpcore.errors import ParameterError
+from ntpcore.pipeline import paths
+from ntpcore.pipeline.registry import (
+    FigureEntry,
+    RegistryError,
+    load_registry,
+    parse_parameters,
+    validate_overrides,
+)
+
+#: Environment given to every kernel for reproducible numerics.
+KERNEL_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+#: Per-cell time limit (seconds) by profile: a quick-profile cell never legitimately takes
+#: minutes, so a hung kernel fails the run instead of stalling CI; paper-profile cells
+#: may train for an hour on a CPU and have no limit.
+CELL_TIMEOUT = {"quick": 600.0, "paper": None}
+#: Display tags copied onto papermill's injected-parameters cell (papermill#731).
+INJECTED_TAGS = ("hide-input",)
+FAILED_DIR = paths.ROOT / "_build" / "failed"
+
+
+@dataclass(frozen=True)
+class Job:
+    entry: FigureEntry
+    profile: str
+    parameters: dict[str, Any]
+    adhoc: dict[str, Any] = field(default_factory=dict)
+    cell_timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    fig_id: str
+    ok: bool
+    wall_time_s: float
+    message: str = ""
+
+
+def parse_set(items: list[str]) -> dict[str, Any]:
+    """Parse ``KEY=VALUE`` strings; values are read as YAML (numbers, bools, lists)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ParameterError(f"--set expects KEY=VALUE, got {item!r}")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if not key.isidentifier():
+            raise ParameterError(f"--set: {key!r} is not a valid parameter name")
+        value = yaml.safe_load(raw) if raw.strip() else ""
+        if isinstance(value, str):  # YAML reads 1e-3 as a string
+            try:
+                value = float(value) if any(c in value for c in ".eE") else int(value)
+            except ValueError:
+                pass
+        out[key] = value
+    return out
+
+
+def plan(
+    ids: list[str] | None, profile: str, adhoc: dict[str, Any], registry: dict[str, FigureEntry]
+) -> list[Job]:
+    """Build and validate all jobs; raises before anything runs."""
+    if profile not in ("paper", "quick"):
+        raise ParameterError(f"--profile must be 'paper' or 'quick', got {profile!r}")
+    selected = ids or list(registry)
+    unknown = [i for i in selected if i not in registry]
+    if unknown:
+        raise ParameterError(f"unknown figure id(s) {unknown}; see --list")
+    jobs = []
+    for fig_id in selected:
+        entry = registry[fig_id]
+        if not entry.notebook_path.exists():
+            raise RegistryError(f"{fig_id}: notebook {entry.notebook} does not exist")
+        specs = parse_parameters(entry.notebook_path)
+        for required in ("fig_id", "profile"):
+            if required not in specs:
+                raise RegistryError(f"{entry.notebook}: parameters cell must declare {required!r}")
+        validate_overrides(specs, entry.params, "registry params", fig_id)
+        if profile == "quick":
+            validate_overrides(specs, entry.quick, "registry quick", fig_id)
+        validate_overrides(specs, adhoc, "--set", fig_id)
+        params = {**entry.overrides(profile), **adhoc, "fig_id": fig_id, "profile": profile}
+        jobs.append(Job(entry, profile, params, dict(adhoc), CELL_TIMEOUT[profile]))
+    return jobs
+
+
+def _describe_failure(exc: BaseException, nb_name: str) -> str:
+    import papermill.exceptions as pmx
+
+    if isinstance(exc, pmx.PapermillExecutionError):
+        first = (exc.source or "").strip().splitlines()
+        return (
+            f"{nb_name}: cell {exc.cell_index} of the executed copy (0-based, counting "
+            f"papermill's injected cell; execution count {exc.exec_count}) raised "
+            f"{exc.ename}: {exc.evalue}\n    first line of the cell: {first[0] if first else ''}"
+        )
+    return f"{nb_name}: {type(exc).__name__}: {exc}"
+
+
+def run_job(job: Job, progress: bool = True) -> Outcome:
+    """Execute one notebook in a staging folder and publish its outputs on success."""
+    import papermill
+
+    fig_id = job.entry.fig_id
+    fig_dir = paths.figure_dir()  # resolved before NTP_FIGURE_DIR points at the staging folder
+    (paths.ROOT / "_build").mkdir(exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"ntp-{fig_id}-", dir=paths.ROOT / "_build"))
+    fig_stage = staging / "figures"
+    fig_stage.mkdir()
+    executed = staging / f"{fig_id}.ipynb"
+    saved_env = {k: os.environ.get(k) for k in (*KERNEL_ENV, "NTP_FIGURE_DIR")}
+    os.environ.update(KERNEL_ENV)
+    os.environ["NTP_FIGURE_DIR"] = str(fig_stage)
+    t0 = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(job.entry.notebook_path),
+            str(executed),
+            parameters=job.parameters,
+            cwd=str(paths.NOTEBOOK_DIR),
+            kernel_name="python3",
+            execution_timeout=job.cell_timeout,
+            progress_bar=progress,
+            log_output=False,
+        )
+        wall = time.perf_counter() - t0
+        sidecar_path = fig_stage / f"{fig_id}.json"
+        if not sidecar_path.exists():
+            raise RuntimeError(
+                f"the notebook ran but saved no figure {fig_id!r}: it must call "
+                f"provenance.savefig(fig, fig_id, ...) with the fig_id parameter"
+            )
+        _finish_sidecar(sidecar_path, job, wall)
+        _finish_notebook(executed)
+        _publish(executed, fig_stage, fig_dir, fig_id)
+        return Outcome(fig_id, True, wall)
+    except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
+        wall = time.perf_counter() - t0
+        message = _describe_failure(exc, job.entry.notebook)
+        if executed.exists():
+            FAILED_DIR.mkdir(parents=True, exist_ok=True)
+            kept = FAILED_DIR / executed.name
+            shutil.move(executed, kept)
+            message += f"\n    executed copy with the traceback: {_rel(kept)}"
+        return Outcome(fig_id, False, wall, message)
+    finally:
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _finish_sidecar(path: Path, job: Job, wall: float) -> None:
+    sidecar = json.loads(path.read_text())
+    entry = job.entry
+    sidecar.update(
+        paper=entry.paper,
+        paper_label=entry.paper_label,
+        title=entry.title,
+        claim=entry.claim,
+        notebook=entry.notebook,
+        executed=f"book/executed/{entry.fig_id}.ipynb",
+        overrides={"registry": entry.overrides(job.profile), "adhoc": job.adhoc},
+        parameters={
+            **{k: spec.default for k, spec in parse_parameters(entry.notebook_path).items()},
+            **job.parameters,
+        },
+        notebook_wall_time_s=round(wall, 2),
+    )
+    path.write_text(json.dumps(sidecar, indent=2, sort_keys=True))
+
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def _finish_notebook(nb_path: Path) -> None:
+    """Prepare an executed notebook for the static book.
+
+    Copies the display tags onto papermill's injected cell, and drops live-widget outputs
+    (tqdm progress bars, ipywidgets): without a kernel they cannot render, and the book
+    would try to fetch the widget manager from a CDN.  Notebooks show a static figure of
+    anything a widget displays.
+    """
+    nb = nbformat.read(nb_path, as_version=4)
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "injected-parameters" in tags:
+            cell.metadata["tags"] = list(dict.fromkeys([*tags, *INJECTED_TAGS]))
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if WIDGET_MIME not in o.get("data", {})]
+    nb.metadata.pop("widgets", None)
+    nbformat.write(nb, nb_path)
+
+
+def _publish(executed: Path, fig_stage: Path, fig_dir: Path, fig_id: str) -> None:
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    executed_dir = paths.executed_dir()
+    executed_dir.mkdir(parents=True, exist_ok=True)
+    # On one file system shutil.move is a rename, atomic per file.  The sidecar goes last, so a
+    # sidecar always describes the figure files beside it.
+    for f in sorted(fig_stage.iterdir(), key=lambda p: p.suffix == ".json"):
+        shutil.move(f, fig_dir / f.name)
+    shutil.move(executed, executed_dir / f"{fig_id}.ipynb")
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(paths.ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _run_in_worker(job: Job) -> Outcome:
+    return run_job(job, progress=False)
+
+
+def execute(jobs: list[Job], n_jobs: int = 1) -> list[Outcome]:
+    """Run jobs (serially, or in ``n_jobs`` worker processes) with an overall progress bar."""
+    outcomes: list[Outcome] = []
+    bar = tqdm(total=len(jobs), desc="figures", unit="fig", position=0)
+    if n_jobs <= 1:
+        for job in jobs:
+            bar.set_postfix_str(job.entry.fig_id)
+            outcomes.append(run_job(job))
+            bar.update()
+    else:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=n_jobs) as pool:
+            futures = {pool.submit(_run_in_worker, job): job for job in jobs}
+            for fut in concurrent.futures.as_completed(futures):
+                outcomes.append(fut.result())
+                bar.set_postfix_str(outcomes[-1].fig_id)
+                bar.update()
+    bar.close()
+    return outcomes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m ntpcore.pipeline.runner",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--profile", default="paper", help="paper (default) or quick")
+    parser.add_argument("--only", nargs="+", metavar="ID", help="figure ids to run (default: all)")
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a notebook parameter (repeatable; recorded as ad hoc)",
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="notebooks run in parallel")
+    parser.add_argument("--list", action="store_true", help="list the registry and exit")
+    args = parser.parse_args(argv)
+    try:
+        registry = load_registry()
+        if args.list:
+            for fig_id, e in registry.items():
+                print(f"{fig_id:32s} {e.paper_label:10s} {e.notebook}")
+            return 0
+        if args.jobs < 1:
+            raise ParameterError(f"--jobs must be >= 1, got {args.jobs}")
+        jobs = plan(args.only, args.profile, parse_set(args.sets), registry)
+    except (ParameterError, RegistryError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"Reproducing {len(jobs)} figure(s), profile={args.profile}, jobs={args.jobs}")
+    t0 = time.perf_counter()
+    outcomes = execute(jobs, args.jobs)
+    failed = [o for o in outcomes if not o.ok]
+    for o in sorted(outcomes, key=lambda o: -o.wall_time_s):
+        print(f"  {'ok  ' if o.ok else 'FAIL'} {o.fig_id:32s} {o.wall_time_s:7.1f} s")
+    print(
+        f"{len(outcomes) - len(failed)} ok, {len(failed)} failed in "
+        f"{time.perf_counter() - t0:.1f} s; figures in "
+        f"{_rel(paths.figure_dir())}/, notebooks in {_rel(paths.executed_dir())}/"
+    )
+    for o in failed:
+        print(f"error: {o.message}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -69,7 +69,7 @@ from ntpcore.att.priority import (
 from ntpcore.att.svm import (
     GraphSVMResult,
     Subspaces,
-    corr,
+    cos,
     finite_component,
     finite_component_cvxpy,
     graph_svm,
@@ -96,7 +96,7 @@ __all__ = [
     "attention",
     "automaton_predict",
     "build_automaton",
-    "corr",
+    "cos",
     "cyclic_samples",
     "finite_component",
     "finite_component_cvxpy",

@@ -33,13 +33,14 @@ from ntpcore.att.priority import (
     token_priority_graphs,
 )
 from ntpcore.att.svm import (
-    corr,
+    cos,
     finite_component,
     graph_svm_from_graphs,
     reduced_log_loss,
     regularization_path,
     subspaces,
 )
+from ntpcore.core.optim import log_steps
 from ntpcore.errors import DataError, InfeasibleError
 from ntpcore.pipeline.cache import cached
 
@@ -131,9 +132,9 @@ def run_global(cfg: AttGlobalConfig) -> dict:
     """W(τ) from a random init and the reduced W^fin(τ) run from 0, all trials batched.
 
     Metrics per trial and recorded step (arrays ``(n_trials, S)``):
-    ``corr_svm`` = corr(W, W^svm); ``corr_full`` = corr(W, W^fin + R W^svm) with
+    ``corr_svm`` = cos(W, W^svm); ``corr_full`` = cos(W, W^fin + R W^svm) with
     R = <W(end) - W^fin, W^svm>/||W^svm||^2 fitted at the last iterate; ``proj_corr`` =
-    corr(W^svm, W - Π_Sfin W); ``norm_diff`` = ||Π_Sfin W(τ) - W_fin(τ)|| (time-aligned reduced
+    cos(W^svm, W - Π_Sfin W); ``norm_diff`` = ||Π_Sfin W(τ) - W_fin(τ)|| (time-aligned reduced
     run, as in the paper); ``fin_err`` = ||Π_Sfin W(τ) - W^fin|| (to the exact limit);
     ``attn_best`` = mean over samples of the largest attention mass on one SCC of G^(k_i);
     ``attn_label`` = mean attention mass on the label's SCC; ``loss`` and ``loss_gap`` = L - L*;
@@ -178,7 +179,7 @@ def run_global(cfg: AttGlobalConfig) -> dict:
         sample_weight=np.concatenate([np.full((B, n), 1.0 / n), np.array(weights)]),
     )
     W0 = np.concatenate([np.array(W0s), np.zeros((B, d, d))])
-    record = None if cfg.optimizer == "ngd" else _log_steps(cfg.n_steps, 200)
+    record = None if cfg.optimizer == "ngd" else log_steps(cfg.n_steps, 200)
     t_loop = time.perf_counter()
     steps, traj, losses = run_descent(
         W0,
@@ -207,9 +208,9 @@ def run_global(cfg: AttGlobalConfig) -> dict:
     Lstar = np.array(Lstar)
     out = {
         "steps": steps,
-        "corr_svm": corr(W, Wsvm).T,
-        "corr_full": corr(W, Wfin + R[:, None, None] * Wsvm).T,
-        "proj_corr": corr(Wsvm, W - PW).T,
+        "corr_svm": cos(W, Wsvm).T,
+        "corr_full": cos(W, Wfin + R[:, None, None] * Wsvm).T,
+        "proj_corr": cos(Wsvm, W - PW).T,
         "norm_diff": np.linalg.norm(PW - Wf, axis=(-2, -1)).T,
         "fin_err": np.linalg.norm(PW - Wfin, axis=(-2, -1)).T,
         "attn_best": per_scc.max(axis=-1).mean(axis=-1).T,
@@ -230,11 +231,6 @@ def run_global(cfg: AttGlobalConfig) -> dict:
         "compute_seconds": float(time.perf_counter() - t0),
     }
     return out
-
-
-def _log_steps(T: int, n: int) -> np.ndarray:
-    pts = np.unique(np.round(np.logspace(0, np.log10(max(T, 1)), n)).astype(int))
-    return np.unique(np.concatenate([[0], pts, [T]]))
 
 
 # ============================================================================================
@@ -353,8 +349,8 @@ def run_local(cfg: AttLocalConfig) -> dict:
         _, tr2 = run_descent(np.zeros((2 * B, d, d)), P2, eta=cfg.step_size, n_steps=cfg.n_steps)
         t_loop += time.perf_counter() - ta
         Wsvm_glob = np.array([t[2] for t in trials])
-        res["corr_global"][a] = corr(W, Wsvm_glob).T
-        res["corr_local"][a] = corr(W, np.array(Wsvm_loc)).T
+        res["corr_global"][a] = cos(W, Wsvm_glob).T
+        res["corr_local"][a] = cos(W, np.array(Wsvm_loc)).T
         PWg = _project_traj(W, _padded_bases(Bfin_glob, d * d))
         PWl = _project_traj(W, _padded_bases(Bfin_loc, d * d))
         res["norm_diff_global"][a] = np.linalg.norm(PWg - tr2[:, :B], axis=(-2, -1)).T
@@ -390,7 +386,7 @@ class AttRegPathConfig:
 
 @cached
 def run_reg_path(cfg: AttRegPathConfig) -> dict:
-    """corr(W_R, W^svm), ||Π_Sfin W_R - W^fin|| and ||W_R|| along R (cvxpy + Clarabel)."""
+    """cos(W_R, W^svm), ||Π_Sfin W_R - W^fin|| and ||W_R|| along R (cvxpy + Clarabel)."""
     t0 = time.perf_counter()
     n, T, K, d = cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim
     radii = np.asarray(cfg.radii, float)
@@ -403,7 +399,7 @@ def run_reg_path(cfg: AttRegPathConfig) -> dict:
         W_fin = finite_component(data.E, data.tokens, data.labels, graphs=graphs)
         B_fin = subspaces(data.E, data.tokens, data.labels, graphs=graphs).S_fin
         WR = regularization_path(data.E, data.tokens, data.labels, radii)
-        c[r] = corr(WR, W_svm)
+        c[r] = cos(WR, W_svm)
         f[r] = np.linalg.norm(_project_traj(WR[:, None], B_fin[None])[:, 0] - W_fin, axis=(-2, -1))
         nrm[r] = np.linalg.norm(WR, axis=(-2, -1))
     return {

@@ -49,6 +49,7 @@ from ntpcore.att.priority import (
     scc_structures,
     token_priority_graphs,
 )
+from ntpcore.core.metrics import cos
 from ntpcore.core.validate import as_float_array
 from ntpcore.errors import DataError, InfeasibleError, SolverError
 
@@ -56,7 +57,7 @@ __all__ = [
     "GraphSVMResult",
     "Subspaces",
     "check_embeddings",
-    "corr",
+    "cos",
     "finite_component",
     "finite_component_cvxpy",
     "graph_svm",
@@ -109,17 +110,6 @@ def project(W, B: NDArray[np.float64]) -> NDArray[np.float64]:
     d = W.shape[-1]
     w = W.reshape(*W.shape[:-2], d * d)
     return ((w @ B.T) @ B).reshape(W.shape)
-
-
-def corr(A, B) -> NDArray[np.float64] | float:
-    """Correlation coefficient :math:`\\langle A, B\\rangle_F / (\\|A\\|_F \\|B\\|_F)` over the
-    last two axes (batched); 0 when either matrix is zero."""
-    A = np.asarray(A, dtype=float)
-    B = np.asarray(B, dtype=float)
-    num = np.sum(A * B, axis=(-2, -1))
-    den = np.sqrt(np.sum(A * A, axis=(-2, -1)) * np.sum(B * B, axis=(-2, -1)))
-    out = np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
-    return float(out) if out.ndim == 0 else out
 
 
 def _edge_triples(

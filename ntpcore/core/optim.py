@@ -25,13 +25,24 @@ from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.errors import DataError, SolverError
 
-__all__ = ["OPTIMIZERS", "Trajectory", "init_weights", "train"]
+__all__ = ["OPTIMIZERS", "Trajectory", "init_weights", "log_steps", "train"]
 
 Array = NDArray[np.float64]
 LossGrad = Callable[[Array], tuple[float, Array]]
 Metrics = Callable[[Array], dict[str, float]]
 
 OPTIMIZERS = ("gd", "ngd", "adam")
+
+
+def log_steps(T: int, n: int = 60) -> np.ndarray:
+    """The recording schedule: unique, sorted, roughly log-spaced integers in [0, T],
+    including 0 and T."""
+    if T < 0:
+        raise ValueError(f"T must be >= 0, got {T}")
+    if T == 0:
+        return np.array([0])
+    pts = np.unique(np.round(np.logspace(0, np.log10(T), n)).astype(int))
+    return np.unique(np.concatenate([[0], pts, [T]]))
 
 
 @dataclass(frozen=True, eq=False)

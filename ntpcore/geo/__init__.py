@@ -9,9 +9,9 @@ call live in :mod:`ntpcore.geo.experiments`, plots in :mod:`ntpcore.geo.plots`.
 from ntpcore.geo.geometry import (
     NuclearSVMResult,
     balanced_factors,
+    ce,
     ce_excess,
     ce_grad,
-    ce_loss,
     centered_support,
     check_certificate,
     cosine_matrix,
@@ -33,7 +33,7 @@ from ntpcore.geo.geometry import (
     solve_nuclear_svm,
     structural_correlation,
     subspace_collapse,
-    support_of,
+    support_matrix,
     svm_constraint_violation,
 )
 
@@ -42,7 +42,7 @@ __all__ = [
     "balanced_factors",
     "ce_excess",
     "ce_grad",
-    "ce_loss",
+    "ce",
     "centered_support",
     "check_certificate",
     "cosine_matrix",
@@ -64,6 +64,6 @@ __all__ = [
     "solve_nuclear_svm",
     "structural_correlation",
     "subspace_collapse",
-    "support_of",
+    "support_matrix",
     "svm_constraint_violation",
 ]

@@ -34,11 +34,18 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import logsumexp, softmax
 
+from ntpcore.core.logits import (
+    ce,
+    ce_excess,
+    ce_grad,
+    entropy,
+    project_F,
+    support_matrix,
+)
 from ntpcore.core.validate import as_float_array, as_prob_matrix, as_support
 from ntpcore.errors import DataError
-from ntpcore.geo.regpath import ce_excess_grad, reg_path_cvxpy, regularization_path
+from ntpcore.geo.regpath import reg_path_cvxpy, regularization_path
 from ntpcore.geo.svm import (
     NuclearSVMResult,
     check_certificate,
@@ -55,7 +62,7 @@ __all__ = [
     "balanced_factors",
     "ce_excess",
     "ce_grad",
-    "ce_loss",
+    "ce",
     "centered_support",
     "check_certificate",
     "cosine_matrix",
@@ -77,7 +84,7 @@ __all__ = [
     "solve_nuclear_svm",
     "structural_correlation",
     "subspace_collapse",
-    "support_of",
+    "support_matrix",
     "svm_constraint_violation",
 ]
 
@@ -85,69 +92,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 # Data, loss, subspace F
 # --------------------------------------------------------------------------------------
-
-
-def support_of(P: ArrayLike) -> NDArray[np.bool_]:
-    """Support matrix ``S = P > 0`` of a (V, m) soft-label matrix."""
-    return as_prob_matrix(P) > 0
-
-
-def _pi(pi: ArrayLike | None, m: int) -> NDArray[np.float64]:
-    if pi is None:
-        return np.full(m, 1.0 / m)
-    arr = as_float_array(pi, "pi", ndim=1, shape=(m,))
-    if np.any(arr < 0) or abs(arr.sum() - 1.0) > 1e-8:
-        raise DataError("pi must be a probability vector over the m contexts")
-    return arr
-
-
-def entropy(P: ArrayLike, pi: ArrayLike | None = None) -> float:
-    r"""Empirical conditional entropy :math:`-\sum_j\pi_j\sum_z p_{j,z}\log p_{j,z}` (nats)."""
-    P = as_prob_matrix(P)
-    pi = _pi(pi, P.shape[1])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(P > 0, P * np.log(P), 0.0)
-    return float(-(plogp.sum(axis=0) * pi).sum())
-
-
-def ce_loss(L: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
-    r"""NTP cross-entropy in logit space.
-
-    :math:`\mathrm{CE}(L)=\sum_j\pi_j[\mathrm{LSE}(\ell_j)-p_j^\top\ell_j]`.
-    """
-    P = as_prob_matrix(P)
-    L = as_float_array(L, "L", shape=P.shape)
-    pi = _pi(pi, P.shape[1])
-    return float(((logsumexp(L, axis=0) - (P * L).sum(axis=0)) * pi).sum())
-
-
-def ce_excess(L: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
-    r"""``CE(L) - H`` :math:`=\sum_j\pi_j\,\mathrm{KL}(p_j\|\mathrm{softmax}(\ell_j))`, computed
-    without cancellation even when it is far below machine precision relative to ``CE``."""
-    P = as_prob_matrix(P)
-    L = as_float_array(L, "L", shape=P.shape)
-    return ce_excess_grad(L, P, _pi(pi, P.shape[1]))[0]
-
-
-def ce_grad(L: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> NDArray[np.float64]:
-    r"""Gradient :math:`(Q(L)-P)\,\mathrm{diag}(\pi)` of :func:`ce_loss`; columns sum to 0."""
-    P = as_prob_matrix(P)
-    L = as_float_array(L, "L", shape=P.shape)
-    pi = _pi(pi, P.shape[1])
-    return (softmax(L, axis=0) - P) * pi[None, :]
-
-
-def project_F(L: ArrayLike, S: ArrayLike) -> NDArray[np.float64]:
-    r"""Orthogonal projection onto :math:`F`: centre each column on its support, zero elsewhere.
-
-    Column-wise because :math:`F` is a direct sum over contexts of the sum-zero vectors
-    supported on :math:`\mathcal S_j`.
-    """
-    S = as_support(S)
-    L = as_float_array(L, "L", shape=S.shape)
-    k = S.sum(axis=0)
-    mean = np.where(S, L, 0.0).sum(axis=0) / k
-    return np.where(S, L - mean[None, :], 0.0)
 
 
 def finite_logits(P: ArrayLike) -> NDArray[np.float64]:

@@ -31,43 +31,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize, minimize_scalar
 
+from ntpcore.core.logits import ce_excess_grad, context_weights
 from ntpcore.core.validate import as_float_array, as_prob_matrix
 from ntpcore.errors import DataError, SolverError
 
-__all__ = ["ce_excess_grad", "reg_path_cvxpy", "regularization_path"]
-
-
-def _checked(P: ArrayLike, pi: ArrayLike | None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    P = as_prob_matrix(P)
-    m = P.shape[1]
-    if pi is None:
-        return P, np.full(m, 1.0 / m)
-    pi = as_float_array(pi, "pi", ndim=1, shape=(m,))
-    if np.any(pi < 0) or abs(pi.sum() - 1.0) > 1e-8:
-        raise DataError("pi must be a probability vector over the m contexts")
-    return P, pi
-
-
-def ce_excess_grad(
-    L: NDArray[np.float64], P: NDArray[np.float64], pi: NDArray[np.float64]
-) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
-    r"""Stable ``(CE(L) - H, grad CE(L), Q(L))`` (see module docstring); ``P`` validated."""
-    S = P > 0
-    with np.errstate(divide="ignore"):
-        logp = np.where(S, np.log(np.where(S, P, 1.0)), 0.0)
-    L_on = np.where(S, L, -np.inf)
-    mS = L_on.max(axis=0)
-    e = np.exp(L_on - mS)  # 0 off the support
-    Z = e.sum(axis=0)
-    lse_S = mS + np.log(Z)
-    s = e / Z  # softmax restricted to the support
-    off = np.where(S, 0.0, np.exp(np.minimum(L - lse_S, 700.0)))
-    eps = off.sum(axis=0)
-    kl = np.where(S, P * (logp - (L - lse_S)), 0.0).sum(axis=0) + np.log1p(eps)
-    shrink = eps / (1.0 + eps)
-    q_minus_p = np.where(S, (s - P) - s * shrink, off / (1.0 + eps))
-    Q = np.where(S, s, off) / (1.0 + eps)
-    return float(kl @ pi), q_minus_p * pi[None, :], Q
+__all__ = ["reg_path_cvxpy", "regularization_path"]
 
 
 class _UFM:
@@ -222,7 +190,8 @@ def regularization_path(
     DataError
         On invalid ``P``/``pi``/``lambdas``.
     """
-    P, pi = _checked(P, pi)
+    P = as_prob_matrix(P)
+    pi = context_weights(pi, P.shape[1])
     lams = as_float_array(lambdas, "lambdas", ndim=1)
     if lams.size == 0 or np.any(lams <= 0) or np.any(np.diff(lams) >= 0):
         raise DataError("lambdas must be positive and strictly decreasing")
@@ -268,7 +237,8 @@ def reg_path_cvxpy(
     r"""Reference: :math:`\arg\min_L\mathrm{CE}(L)+\lambda\|L\|_*` with cvxpy (small sizes)."""
     import cvxpy as cp
 
-    P, pi = _checked(P, pi)
+    P = as_prob_matrix(P)
+    pi = context_weights(pi, P.shape[1])
     V, m = P.shape
     L = cp.Variable((V, m))
     ce = sum(pi[j] * (cp.log_sum_exp(L[:, j]) - P[:, j] @ L[:, j]) for j in range(m))

@@ -48,10 +48,10 @@ from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
 from ntpcore.core.io import atomic_path
+from ntpcore.core.optim import log_steps
 from ntpcore.errors import DataError
 from ntpcore.geo.corpus import ContextDataset
 from ntpcore.geo.geometry import ce_excess, finite_logits, project_F
-from ntpcore.pipeline.plotting import log_steps
 
 MODELS = ("ufm", "transformer", "lstm")
 

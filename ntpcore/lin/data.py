@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ntpcore.core.logits import entropy, support_matrix
 from ntpcore.core.validate import as_float_array, as_prob_matrix
 from ntpcore.errors import DataError
 
@@ -43,7 +44,7 @@ __all__ = [
     "make_data",
     "make_synthetic",
     "make_toy",
-    "supports_of",
+    "support_matrix",
     "toy_embeddings",
 ]
 
@@ -137,27 +138,6 @@ def check_data(H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None):
         if abs(pi.sum() - 1.0) > 1e-8:
             raise DataError(f"pi must sum to 1, sums to {pi.sum():.6g}")
     return H, P, pi
-
-
-def supports_of(P: ArrayLike) -> NDArray[np.bool_]:
-    """Support matrix ``P > 0`` (V, m) of a validated probability matrix."""
-    return as_prob_matrix(P, "P") > 0
-
-
-def entropy(P: ArrayLike, pi: ArrayLike | None = None) -> float:
-    r"""Empirical conditional entropy (nats).
-
-    :math:`H = -\sum_j \hat\pi_j \sum_z \hat p_{j,z}\log\hat p_{j,z}`.
-
-    Natural log (nats); it is the infimum of the CE loss when the data are NTP-compatible
-    and NTP-separable [lin, Sec. 2, Prop. 1].
-    """
-    P = as_prob_matrix(P, "P")
-    m = P.shape[1]
-    pi = np.full(m, 1.0 / m) if pi is None else as_float_array(pi, "pi", shape=(m,))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0)
-    return float(-(plogp.sum(axis=0) @ pi))
 
 
 # ----------------------------------------------------------------------------- generators

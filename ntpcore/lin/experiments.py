@@ -17,9 +17,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ntpcore import lin
+from ntpcore.core.optim import log_steps
 from ntpcore.errors import SolverError
 from ntpcore.pipeline.cache import cached
-from ntpcore.pipeline.plotting import log_steps
 
 __all__ = [
     "LinDistsConfig",

@@ -12,8 +12,9 @@ With logits :math:`L = W\bar H` (V, m), column softmax :math:`\Sigma = \mathbb S
 so CE is bounded below by the empirical entropy H and, because the softmax is strictly
 positive, never reaches it at a finite W when some support is not full.
 
-The functions named ``*_fast`` skip validation; trainers build them once after checking
-the data (see :func:`make_loss_grad`).
+The logit-space CE, its gradient and the softmax are the shared ones of
+:mod:`ntpcore.core.logits`; :func:`loss_and_grad` skips validation, and trainers build it
+once after checking the data (see :func:`make_loss_grad`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ntpcore.core.logits import ce_grad_unchecked, ce_unchecked, log_softmax, softmax
 from ntpcore.core.validate import as_float_array
 from ntpcore.lin.data import check_data
 
@@ -33,6 +35,7 @@ __all__ = [
     "ce_grad",
     "ce_hessian",
     "kl_terms",
+    "loss_and_grad",
     "log_softmax",
     "make_loss_grad",
     "smoothness_bound",
@@ -42,46 +45,21 @@ __all__ = [
 Array = NDArray[np.float64]
 
 
-def log_softmax(L: Array) -> Array:
-    """Column-wise log-softmax of a (V, m) logit matrix (stable)."""
-    mx = L.max(axis=0, keepdims=True)
-    Z = L - mx
-    return Z - np.log(np.exp(Z).sum(axis=0, keepdims=True))
-
-
-def softmax(L: Array) -> Array:
-    """Column-wise softmax of a (V, m) logit matrix (stable)."""
-    Z = np.exp(L - L.max(axis=0, keepdims=True))
-    return Z / Z.sum(axis=0, keepdims=True)
-
-
 def _check_W(W: ArrayLike, V: int, d: int) -> Array:
     return as_float_array(W, "W", ndim=2, shape=(V, d))
 
 
-def _ce_fast(W: Array, H: Array, P: Array, pi: Array) -> float:
-    L = W @ H  # (V, m)
-    mx = L.max(axis=0)
-    lse = mx + np.log(np.exp(L - mx).sum(axis=0))
-    return float(pi @ (lse - (P * L).sum(axis=0)))
-
-
-def _ce_grad_fast(W: Array, H: Array, P: Array, pi: Array) -> tuple[float, Array]:
-    L = W @ H  # (V, m)
-    mx = L.max(axis=0)
-    E = np.exp(L - mx)
-    Zs = E.sum(axis=0)
-    lse = mx + np.log(Zs)
-    loss = float(pi @ (lse - (P * L).sum(axis=0)))
-    R = (E / Zs - P) * pi  # (V, m) = (Sigma - P) Pi
-    return loss, R @ H.T
+def loss_and_grad(W: Array, H: Array, P: Array, pi: Array) -> tuple[float, Array]:
+    r"""``(CE(W), grad CE(W))`` on validated float64 arrays: the trainers' inner loop."""
+    loss, G = ce_grad_unchecked(W @ H, P, pi)  # G: (V, m)
+    return loss, G @ H.T
 
 
 def ce(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
     """CE loss of eq. (2); ``pi=None`` means uniform context frequencies."""
     H, P, pi = check_data(H, P, pi)
     W = _check_W(W, P.shape[0], H.shape[0])
-    return _ce_fast(W, H, P, pi)
+    return ce_unchecked(W @ H, P, pi)
 
 
 def ce_grad(
@@ -90,7 +68,7 @@ def ce_grad(
     r"""CE loss and its gradient :math:`(\Sigma - P)\Pi\bar H^\top` (V, d)."""
     H, P, pi = check_data(H, P, pi)
     W = _check_W(W, P.shape[0], H.shape[0])
-    return _ce_grad_fast(W, H, P, pi)
+    return loss_and_grad(W, H, P, pi)
 
 
 def kl_terms(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
@@ -164,6 +142,6 @@ def make_loss_grad(
     H = np.ascontiguousarray(H)
 
     def loss_grad(W: Array) -> tuple[float, Array]:
-        return _ce_grad_fast(W, H, P, pi)
+        return loss_and_grad(W, H, P, pi)
 
     return loss_grad

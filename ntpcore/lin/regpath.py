@@ -27,9 +27,10 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import ArrayLike, NDArray
 
+from ntpcore.core.logits import softmax
 from ntpcore.errors import DataError, SolverError
 from ntpcore.lin.data import check_data
-from ntpcore.lin.loss import _ce_grad_fast, softmax
+from ntpcore.lin.loss import loss_and_grad
 
 __all__ = ["reg_path", "reg_path_cvxpy", "ridge_solution"]
 
@@ -51,7 +52,7 @@ class _Reduced:
         self.lineality = scale * np.kron(np.full((V, V), 1.0 / V), np.eye(r))
 
     def loss_grad(self, X: Array) -> tuple[float, Array]:
-        return _ce_grad_fast(X, self.Y, self.P, self.pi)
+        return loss_and_grad(X, self.Y, self.P, self.pi)
 
     def hessian(self, X: Array) -> Array:
         """Dense Hessian of CE in row-major vec(X), (V r, V r)."""

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ntpcore import lin
+from ntpcore.core.optim import log_steps
 from ntpcore.errors import IncompatibleError
 from ntpcore.pipeline.cache import cached
-from ntpcore.pipeline.plotting import log_steps
 
 __all__ = ["PerfLinScaleConfig", "run_lin_scale"]
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ntpcore.core.metrics import cos
 from ntpcore.core.validate import as_float_array, as_support
 from ntpcore.errors import DataError, IncompatibleError
 from ntpcore.lin.data import check_embeddings_probs
@@ -57,16 +58,6 @@ Array = NDArray[np.float64]
 RANK_RTOL = 1e-10
 #: Absolute tolerance on the compatibility residual (relative to max(1, ||b||)).
 COMPAT_TOL = 1e-8
-
-
-def cos(A: ArrayLike, B: ArrayLike) -> float:
-    r"""Frobenius cosine :math:`\langle A,B\rangle/(\|A\|\|B\|)` (0 if either is zero)."""
-    A = np.asarray(A, dtype=float)
-    B = np.asarray(B, dtype=float)
-    na, nb = np.linalg.norm(A), np.linalg.norm(B)
-    if na == 0 or nb == 0:
-        return 0.0
-    return float(np.vdot(A, B) / (na * nb))
 
 
 def anchor_tokens(S: NDArray[np.bool_]) -> NDArray[np.int64]:

@@ -37,16 +37,6 @@ def new_figure(
     return fig, axes
 
 
-def log_steps(T: int, n: int = 60) -> np.ndarray:
-    """Unique, sorted, roughly log-spaced integers in [0, T], including 0 and T."""
-    if T < 0:
-        raise ValueError(f"T must be >= 0, got {T}")
-    if T == 0:
-        return np.array([0])
-    pts = np.unique(np.round(np.logspace(0, np.log10(T), n)).astype(int))
-    return np.unique(np.concatenate([[0], pts, [T]]))
-
-
 def stamp_quick(fig: Figure) -> None:
     """Write a visible 'QUICK PROFILE' stamp on a figure made with the CI profile."""
     fig.text(

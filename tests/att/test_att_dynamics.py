@@ -186,12 +186,12 @@ def test_problem_rejects_bad_inputs():
 
 def test_metric_conventions():
     """§5.22: corr is 0 against a zero matrix; the largest attention lies in [1/T, 1]."""
-    from ntpcore.att import corr
+    from ntpcore.att import cos
 
     A = np.arange(9.0).reshape(3, 3)
-    assert corr(A, np.zeros((3, 3))) == 0.0
-    assert corr(A, 2 * A) == pytest.approx(1.0)
-    np.testing.assert_allclose(corr(np.stack([A, -A]), A), [1.0, -1.0])
+    assert cos(A, np.zeros((3, 3))) == 0.0
+    assert cos(A, 2 * A) == pytest.approx(1.0)
+    np.testing.assert_allclose(cos(np.stack([A, -A]), A), [1.0, -1.0])
     E, tok, lab, rng = _data(9, T=4, K=6)
     s = attention(rng.uniform(-1, 1, (1, 8, 8)) / np.sqrt(8), make_problem(E, tok, lab))
     assert np.all(s.max(-1) >= 1 / 4 - 1e-15) and np.all(s.max(-1) <= 1)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ntpcore.att import (
-    corr,
+    cos,
     cyclic_samples,
     finite_component,
     finite_component_cvxpy,
@@ -101,7 +101,7 @@ def test_regularization_path():
     WR = regularization_path(data.E, data.tokens, data.labels, radii)
     W_svm = graph_svm(data.E, data.tokens, data.labels)
     W_fin = finite_component(data.E, data.tokens, data.labels)
-    c = corr(WR, W_svm)
+    c = cos(WR, W_svm)
     assert np.all(np.diff(c) > 0) and c[-1] >= 0.99
     np.testing.assert_allclose(np.linalg.norm(WR, axis=(1, 2)), radii, rtol=1e-5)
     sub = subspaces(data.E, data.tokens, data.labels)

@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ntpcore.geo import ce_loss
+from ntpcore.geo import ce
 from ntpcore.geo import train as gt
 from ntpcore.geo.corpus import ContextDataset, synthetic_dataset
 
@@ -76,7 +76,7 @@ def test_distinct_context_loss_equals_naive_sample_loop(synth: ContextDataset, m
     # and the summed loss is n * CE(L) with CE weighted by the context probabilities
     with torch.no_grad():
         L = net(x).t().numpy()  # (V, m)
-    assert fast.item() / synth.n == pytest.approx(ce_loss(L, synth.P, synth.pi), rel=1e-12)
+    assert fast.item() / synth.n == pytest.approx(ce(L, synth.P, synth.pi), rel=1e-12)
 
 
 def test_numpy_ufm_equals_torch_adamw(synth: ContextDataset) -> None:
@@ -138,7 +138,7 @@ def test_recorded_metrics_are_consistent(synth: ContextDataset) -> None:
     r = gt.train(synth, cfg, progress=False, device="cpu")
     L = r["W_final"] @ r["H_final"] + r["b_final"][:, None]
     assert r["epoch"][-1] == 20
-    assert r["ce"][-1] == pytest.approx(ce_loss(L, synth.P, synth.pi), rel=1e-5)
+    assert r["ce"][-1] == pytest.approx(ce(L, synth.P, synth.pi), rel=1e-5)
     assert np.all(r["ce_minus_H"] > 0)
     assert r["W"].shape == (len(r["epoch"]), synth.V, 16)
     assert r["H"].shape == (len(r["epoch"]), 16, synth.m)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ntpcore import lin
-from ntpcore.pipeline.plotting import log_steps
+from ntpcore.core.optim import log_steps
 
 
 @pytest.fixture(scope="session")

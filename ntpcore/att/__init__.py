@@ -69,19 +69,20 @@ from ntpcore.att.priority import (
 from ntpcore.att.svm import (
     GraphSVMResult,
     Subspaces,
-    cos,
     finite_component,
     finite_component_cvxpy,
     graph_svm,
     graph_svm_constraints,
     graph_svm_cvxpy,
     graph_svm_from_graphs,
+    local_graph_svm,
     project,
     reduced_log_loss,
     regularization_path,
     solve_max_margin,
     subspaces,
 )
+from ntpcore.core.metrics import cos
 
 __all__ = [
     "HEAD_LOSSES",
@@ -129,24 +130,3 @@ __all__ = [
     "total_variation",
     "unit_embeddings",
 ]
-
-
-def local_graph_svm(E, tokens, attention_weights, *, c_thres: float = 1e-2, e_thres: float = 9e-3):
-    r"""Local Graph-SVM of §2.11: the Graph-SVM of the local TPGs built from the tokens that a
-    trained attention layer selects (mass > ``c_thres``; ambiguous tokens with mass in
-    ``(e_thres, c_thres]`` are left out of the edges).
-
-    Parameters
-    ----------
-    E : (K, d); tokens : (n, T) ids; attention_weights : (n, T) attention of the trained model.
-
-    Returns
-    -------
-    W_svm_local : (d, d); raises InfeasibleError like :func:`graph_svm`.
-    """
-    from ntpcore.att.svm import check_embeddings
-
-    E = check_embeddings(E)
-    K = E.shape[0]
-    sel, amb = select_tokens(tokens, attention_weights, K, c_thres=c_thres, e_thres=e_thres)
-    return graph_svm_from_graphs(E, local_token_priority_graphs(tokens, sel, amb, K)).W

@@ -29,15 +29,6 @@ from ntpcore.att.priority import SCCStructure, scc_structures, token_priority_gr
 from ntpcore.att.svm import check_embeddings, finite_component, graph_svm
 from ntpcore.errors import DataError
 
-__all__ = [
-    "Automaton",
-    "AutomatonOutput",
-    "automaton_predict",
-    "build_automaton",
-    "model_output",
-    "total_variation",
-]
-
 
 @dataclass(frozen=True)
 class Automaton:

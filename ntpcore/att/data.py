@@ -24,16 +24,6 @@ from numpy.typing import NDArray
 from ntpcore.att.priority import is_acyclic, scc_structures, token_priority_graphs
 from ntpcore.errors import DataError
 
-__all__ = [
-    "AttDataset",
-    "random_labels",
-    "random_sequences",
-    "sample_dataset",
-    "toy_dataset",
-    "unit_embeddings",
-    "TOYS",
-]
-
 
 def unit_embeddings(rng: np.random.Generator, K: int, d: int, kind: str = "gaussian"):
     """Token embeddings E (K, d): unit-norm Gaussian rows, or orthonormal rows (K <= d)."""

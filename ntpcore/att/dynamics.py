@@ -37,16 +37,6 @@ from numpy.typing import NDArray
 
 from ntpcore.errors import DataError
 
-__all__ = [
-    "HEAD_LOSSES",
-    "AttentionProblem",
-    "attention",
-    "loss_grad",
-    "make_problem",
-    "run_descent",
-    "smoothness_bound",
-]
-
 HEAD_LOSSES = (
     ("identity", "log"),
     ("identity", "squared"),

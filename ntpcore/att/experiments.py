@@ -33,13 +33,13 @@ from ntpcore.att.priority import (
     token_priority_graphs,
 )
 from ntpcore.att.svm import (
-    cos,
     finite_component,
     graph_svm_from_graphs,
     reduced_log_loss,
     regularization_path,
     subspaces,
 )
+from ntpcore.core.metrics import cos
 from ntpcore.core.optim import log_steps
 from ntpcore.errors import DataError, InfeasibleError
 from ntpcore.pipeline.cache import cached

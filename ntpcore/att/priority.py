@@ -50,19 +50,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.errors import DataError
 
-__all__ = [
-    "SCCStructure",
-    "check_tokens",
-    "cyclic_samples",
-    "is_acyclic",
-    "local_token_priority_graphs",
-    "reduced_position_mask",
-    "scc_structure",
-    "scc_structures",
-    "select_tokens",
-    "token_priority_graphs",
-]
-
 
 def check_tokens(
     tokens: ArrayLike, labels: ArrayLike, K: int, *, require_label_in_sequence: bool = True

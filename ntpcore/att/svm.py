@@ -45,31 +45,14 @@ from ntpcore.att.priority import (
     SCCStructure,
     check_tokens,
     cyclic_samples,
+    local_token_priority_graphs,
     reduced_position_mask,
     scc_structures,
+    select_tokens,
     token_priority_graphs,
 )
-from ntpcore.core.metrics import cos
 from ntpcore.core.validate import as_float_array
 from ntpcore.errors import DataError, InfeasibleError, SolverError
-
-__all__ = [
-    "GraphSVMResult",
-    "Subspaces",
-    "check_embeddings",
-    "cos",
-    "finite_component",
-    "finite_component_cvxpy",
-    "graph_svm",
-    "graph_svm_constraints",
-    "graph_svm_cvxpy",
-    "graph_svm_from_graphs",
-    "project",
-    "reduced_log_loss",
-    "regularization_path",
-    "solve_max_margin",
-    "subspaces",
-]
 
 RANK_TOL = 1e-10  # relative singular-value threshold for bases and null spaces
 FEAS_TOL = 1e-9  # constraint tolerance accepted by the specialised solver's certificate
@@ -397,6 +380,25 @@ def graph_svm(
     E = check_embeddings(E)
     graphs = token_priority_graphs(tokens, labels, E.shape[0])
     return graph_svm_from_graphs(E, graphs, method=method).W
+
+
+def local_graph_svm(E, tokens, attention_weights, *, c_thres: float = 1e-2, e_thres: float = 9e-3):
+    r"""Local Graph-SVM of §2.11: the Graph-SVM of the local TPGs built from the tokens that a
+    trained attention layer selects (mass > ``c_thres``; ambiguous tokens with mass in
+    ``(e_thres, c_thres]`` are left out of the edges).
+
+    Parameters
+    ----------
+    E : (K, d); tokens : (n, T) ids; attention_weights : (n, T) attention of the trained model.
+
+    Returns
+    -------
+    W_svm_local : (d, d); raises InfeasibleError like :func:`graph_svm`.
+    """
+    E = check_embeddings(E)
+    K = E.shape[0]
+    sel, amb = select_tokens(tokens, attention_weights, K, c_thres=c_thres, e_thres=e_thres)
+    return graph_svm_from_graphs(E, local_token_priority_graphs(tokens, sel, amb, K)).W
 
 
 def graph_svm_cvxpy(

@@ -83,6 +83,7 @@ def savefig(
     metrics: dict[str, float] | None = None,
     seeds: Any = None,
     extra: dict[str, Any] | None = None,
+    claims: Any = None,
 ) -> dict[str, Any]:
     """Save ``fig`` as PNG + PDF with a JSON provenance sidecar; return the sidecar.
 
@@ -95,6 +96,8 @@ def savefig(
     metrics : key numbers the notebook reports (shown on the *Reproducing* page)
     seeds : the seeds used (int or list)
     extra : anything else worth recording (solver status, infeasible draws, ...)
+    claims : the figure's :class:`ntpcore.claims.Ledger`; its claims go into the sidecar
+        (the runner refreshes them from the ledger file after the notebook finishes)
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
@@ -127,6 +130,7 @@ def savefig(
         "metrics": _canonical(metrics or {}),
         "seeds": _canonical(seeds),
         "extra": _canonical(extra or {}),
+        "claims": claims.records() if claims is not None else [],
         "git": git,
         "versions": versions(),
         "compute_wall_time_s": round(time.perf_counter() - _T0, 3),

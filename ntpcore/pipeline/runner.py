@@ -1,8 +1,8 @@
-"""Reproduce the book's figures: ``python -m ntpcore.pipeline.runner``.
+"""Reproduce the book's figures: ``python -m ntpcore.reproduce``.
 
 ::
 
-    python -m ntpcore.pipeline.runner [--profile paper|quick] [--only ID ...]
+    python -m ntpcore.reproduce [--profile paper|quick] [--only ID ...]
                                 [--set KEY=VALUE ...] [--jobs N] [--list]
 
 Every override (registry ``params``, registry ``quick`` and ``--set``) is validated
@@ -11,6 +11,12 @@ executed by papermill into a private staging folder; only when it succeeds are i
 executed copy (``book/executed/<id>.ipynb``) and figures (``book/figures/<id>.*``) moved
 into place, so a failing notebook leaves no half-written figure.  The error names the
 notebook, the cell and the cause.
+
+Every notebook checks the claims its figure illustrates (:mod:`ntpcore.claims`).  The
+runner reads the claims ledger the notebook wrote, puts every claim into the sidecar, and
+fails the figure when a claim does not hold: the error names each failed claim (id,
+statement, expected vs measured), nothing is published, and the executed copy, the
+figure and its sidecar with every claim are kept under ``_build/failed/`` for reading.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import nbformat
 import yaml
 from tqdm.auto import tqdm
 
+from ntpcore import claims as claims_mod
 from ntpcore.errors import ParameterError
 from ntpcore.pipeline import paths
 from ntpcore.pipeline.registry import (
@@ -61,12 +68,28 @@ class Job:
     cell_timeout: float | None = None
 
 
+#: Every figure must record at least one claim evaluated in the profile it ran in.
+REQUIRE_CLAIMS = False
+
+
 @dataclass(frozen=True)
 class Outcome:
     fig_id: str
     ok: bool
     wall_time_s: float
     message: str = ""
+    claims: tuple[dict[str, Any], ...] = ()
+
+    def claims_summary(self) -> str:
+        if not self.claims:
+            return "no claims"
+        n = {s: sum(c["status"] == s for c in self.claims) for s in claims_mod.STATUSES}
+        text = f"{len(self.claims)} claims: {n['pass']} hold"
+        if n["fail"]:
+            text += f", {n['fail']} do not"
+        if n["not-evaluated"]:
+            text += f", {n['not-evaluated']} not evaluated"
+        return text
 
 
 def parse_set(items: list[str]) -> dict[str, Any]:
@@ -163,19 +186,26 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
                 f"the notebook ran but saved no figure {fig_id!r}: it must call "
                 f"provenance.savefig(fig, fig_id, ...) with the fig_id parameter"
             )
-        _finish_sidecar(sidecar_path, job, wall)
+        claims = _read_claims(fig_stage, fig_id)
+        _finish_sidecar(sidecar_path, job, wall, claims)
         _finish_notebook(executed)
+        problem = _claims_problem(fig_id, job.profile, claims)
+        if problem:
+            kept = _keep_failed(executed, fig_stage, fig_id)
+            return Outcome(fig_id, False, wall, f"{problem}\n    kept for reading: {kept}", claims)
         _publish(executed, fig_stage, fig_dir, fig_id)
-        return Outcome(fig_id, True, wall)
+        return Outcome(fig_id, True, wall, claims=claims)
     except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
         wall = time.perf_counter() - t0
         message = _describe_failure(exc, job.entry.notebook)
+        claims = _read_claims(fig_stage, fig_id) if fig_stage.exists() else ()
+        failed = [c for c in claims if c["status"] == "fail"]
+        if failed:
+            message += "\n" + _claims_problem(fig_id, job.profile, claims)
         if executed.exists():
-            FAILED_DIR.mkdir(parents=True, exist_ok=True)
-            kept = FAILED_DIR / executed.name
-            shutil.move(executed, kept)
-            message += f"\n    executed copy with the traceback: {_rel(kept)}"
-        return Outcome(fig_id, False, wall, message)
+            kept = _keep_failed(executed, fig_stage, fig_id)
+            message += f"\n    executed copy with the traceback: {kept}"
+        return Outcome(fig_id, False, wall, message, claims)
     finally:
         for k, v in saved_env.items():
             if v is None:
@@ -185,9 +215,55 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _finish_sidecar(path: Path, job: Job, wall: float) -> None:
+def _read_claims(fig_stage: Path, fig_id: str) -> tuple[dict[str, Any], ...]:
+    """The claims the notebook's ledger wrote (the ledger file is then dropped)."""
+    path = fig_stage / f"{fig_id}.claims.json"
+    if not path.exists():
+        return ()
+    claims = tuple(claims_mod.load_claims(path))
+    path.unlink()
+    return claims
+
+
+def _claims_problem(fig_id: str, profile: str, claims: tuple[dict[str, Any], ...]) -> str:
+    """Why the figure may not be published ("" when its claims allow it)."""
+    failed = [c for c in claims if c["status"] == "fail"]
+    if failed:
+        lines = [f"{fig_id}: {len(failed)} claim(s) do not hold:"]
+        for c in failed:
+            lines.append(
+                f"    {c['id']}: {c['statement']} {c['source']}: "
+                f"expected {c['expect']}, measured {c['shown']}"
+            )
+        return "\n".join(lines)
+    if REQUIRE_CLAIMS and not any(c["status"] != "not-evaluated" for c in claims):
+        return (
+            f"{fig_id}: the notebook evaluated no claim in the {profile} profile; every "
+            f"figure checks what it illustrates (ntpcore.claims.Ledger)"
+        )
+    return ""
+
+
+def _keep_failed(executed: Path, fig_stage: Path, fig_id: str) -> str:
+    """Move a failed run's executed copy and figure files under FAILED_DIR; return where."""
+    FAILED_DIR.mkdir(parents=True, exist_ok=True)
+    if executed.exists():
+        shutil.move(executed, FAILED_DIR / executed.name)
+    if fig_stage.exists() and any(fig_stage.iterdir()):
+        target = FAILED_DIR / fig_id
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.move(fig_stage, target)
+        return f"{_rel(FAILED_DIR / executed.name)} and {_rel(target)}/"
+    return _rel(FAILED_DIR / executed.name)
+
+
+def _finish_sidecar(
+    path: Path, job: Job, wall: float, claims: tuple[dict[str, Any], ...] = ()
+) -> None:
     sidecar = json.loads(path.read_text())
     entry = job.entry
+    if claims:
+        sidecar["claims"] = list(claims)
     sidecar.update(
         paper=entry.paper,
         paper_label=entry.paper_label,
@@ -271,7 +347,7 @@ def execute(jobs: list[Job], n_jobs: int = 1) -> list[Outcome]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ntpcore.pipeline.runner",
+        prog="python -m ntpcore.reproduce",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -305,7 +381,10 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = execute(jobs, args.jobs)
     failed = [o for o in outcomes if not o.ok]
     for o in sorted(outcomes, key=lambda o: -o.wall_time_s):
-        print(f"  {'ok  ' if o.ok else 'FAIL'} {o.fig_id:32s} {o.wall_time_s:7.1f} s")
+        print(
+            f"  {'ok  ' if o.ok else 'FAIL'} {o.fig_id:32s} {o.wall_time_s:7.1f} s   "
+            f"{o.claims_summary()}"
+        )
     print(
         f"{len(outcomes) - len(failed)} ok, {len(failed)} failed in "
         f"{time.perf_counter() - t0:.1f} s; figures in "

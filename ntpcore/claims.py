@@ -1,0 +1,304 @@
+r"""The claims ledger: every claim a figure illustrates, checked by the run that makes it.
+
+A *claim* is one statement of a paper that a notebook can test numerically: W* matches the
+in-support log-odds [lin, eq. (4)], the GD iterates align with the NTP-SVM direction
+[lin, Thm. 2], the Graph-SVM direction is reached by normalized GD [att, Thm. 2], ... .
+A notebook opens a :class:`Ledger` for its figure and calls :meth:`Ledger.check` once per
+claim with
+
+* an id (kebab-case, unique within the figure; the ledger prefixes the figure id),
+* the statement in words and its source in the paper (``"[lin, Thm. 2]"``),
+* our measured value and the comparison that must hold (:func:`at_most`, :func:`at_least`,
+  :func:`between`, :func:`close_to`, :func:`holds`),
+* the paper's own number where the paper prints one (``paper=``, with ``paper_source=``),
+  and, separately and labelled as such, a number from elsewhere (``reference=``,
+  ``reference_source=``: e.g. an independent re-implementation),
+* the profiles in which it must hold: a claim that needs paper-profile lengths is
+  recorded as *not evaluated* in the quick profile.
+
+Each check prints one line (the status, the measured value at the stated number of
+significant digits, the comparison and the paper's number), and the ledger is written to
+``<figure dir>/<fig_id>.claims.json`` after every check, atomically, so the record
+survives a kernel that dies later.  :func:`ntpcore.pipeline.provenance.savefig` puts the
+claims into the figure's sidecar; the runner (``python -m ntpcore.reproduce``) fails a
+figure with any failed claim, names each one, and does not publish it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ntpcore.core.io import write_text_atomic
+from ntpcore.pipeline import paths
+
+__all__ = [
+    "PROFILES",
+    "STATUSES",
+    "Claim",
+    "ClaimError",
+    "Expect",
+    "Ledger",
+    "at_least",
+    "at_most",
+    "between",
+    "close_to",
+    "holds",
+    "load_claims",
+]
+
+PROFILES = ("paper", "quick")
+STATUSES = ("pass", "fail", "not-evaluated")
+_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_SOURCE = re.compile(r"\[(lin|geo|att)\b")
+
+
+class ClaimError(ValueError):
+    """A claim is malformed (bad id, missing source, unknown profile, ...)."""
+
+
+@dataclass(frozen=True)
+class Expect:
+    """A comparison a measured value must satisfy."""
+
+    op: str  # "<=", ">=", "in", "~", "true"
+    lo: float | None = None
+    hi: float | None = None
+    target: float | None = None
+    rtol: float = 0.0
+    atol: float = 0.0
+
+    def holds(self, x: float | bool) -> bool:
+        if self.op == "true":
+            return bool(x)
+        x = float(x)
+        if math.isnan(x):
+            return False
+        if self.op == "<=":
+            return x <= self.hi
+        if self.op == ">=":
+            return x >= self.lo
+        if self.op == "in":
+            return self.lo <= x <= self.hi
+        return abs(x - self.target) <= self.atol + self.rtol * abs(self.target)
+
+    def describe(self) -> str:
+        if self.op == "true":
+            return "holds"
+        if self.op == "<=":
+            return f"≤ {_fmt(self.hi, 3)}"
+        if self.op == ">=":
+            return f"≥ {_fmt(self.lo, 3)}"
+        if self.op == "in":
+            return f"in [{_fmt(self.lo, 3)}, {_fmt(self.hi, 3)}]"
+        tol = self.atol + self.rtol * abs(self.target)
+        return f"= {_fmt(self.target, 4)} ± {_fmt(tol, 2)}"
+
+
+def at_most(bound: float) -> Expect:
+    """``measured <= bound``."""
+    return Expect("<=", hi=float(bound))
+
+
+def at_least(bound: float) -> Expect:
+    """``measured >= bound``."""
+    return Expect(">=", lo=float(bound))
+
+
+def between(lo: float, hi: float) -> Expect:
+    """``lo <= measured <= hi``."""
+    if not lo <= hi:
+        raise ClaimError(f"between: empty interval [{lo}, {hi}]")
+    return Expect("in", lo=float(lo), hi=float(hi))
+
+
+def close_to(target: float, *, rtol: float = 0.0, atol: float = 0.0) -> Expect:
+    """``|measured - target| <= atol + rtol |target|``."""
+    if rtol < 0 or atol < 0 or rtol == atol == 0:
+        raise ClaimError("close_to needs a positive rtol or atol")
+    return Expect("~", target=float(target), rtol=float(rtol), atol=float(atol))
+
+
+def holds() -> Expect:
+    """A yes/no claim: ``measured`` is a boolean that must be true."""
+    return Expect("true")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checked claim, as recorded in the sidecar."""
+
+    id: str
+    fig_id: str
+    statement: str
+    source: str
+    expect: str
+    measured: float | bool | None
+    shown: str
+    status: str
+    profiles: tuple[str, ...]
+    paper: float | str | None = None
+    paper_source: str | None = None
+    reference: float | str | None = None
+    reference_source: str | None = None
+    note: str | None = None
+
+    def line(self) -> str:
+        """The one line a check prints (also what the golden outputs compare)."""
+        tag = {"pass": "PASS", "fail": "FAIL", "not-evaluated": "SKIP"}[self.status]
+        ours = "not evaluated in this profile" if self.status == "not-evaluated" else self.shown
+        text = f"{tag} {self.id}: {self.statement} {self.source}: ours {ours} ({self.expect})"
+        if self.paper is not None:
+            text += f"; paper {self.paper}"
+        if self.reference is not None:
+            text += f"; reference {self.reference} ({self.reference_source})"
+        return text
+
+
+def _fmt(x: float, digits: int) -> str:
+    if x == 0 or not math.isfinite(x):
+        return str(x)
+    if 1e-3 <= abs(x) < 1e4:
+        return f"{x:.{digits}g}"
+    return f"{x:.{max(digits - 1, 0)}e}"
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, float, np.integer, np.floating)):
+        v = float(x)
+        return v if math.isfinite(v) else str(v)
+    return x
+
+
+class Ledger:
+    """The claims of one figure, checked in one run.
+
+    Parameters
+    ----------
+    fig_id : the figure's registry id (the notebook's ``fig_id`` parameter)
+    profile : ``"paper"`` or ``"quick"`` (the notebook's ``profile`` parameter)
+    """
+
+    def __init__(self, fig_id: str, profile: str) -> None:
+        if profile not in PROFILES:
+            raise ClaimError(f"profile must be one of {PROFILES}, got {profile!r}")
+        if not fig_id or "/" in fig_id:
+            raise ClaimError(f"invalid fig_id {fig_id!r}")
+        self.fig_id = fig_id
+        self.profile = profile
+        self.claims: list[Claim] = []
+
+    def check(
+        self,
+        claim_id: str,
+        statement: str,
+        measured: Any,
+        expect: Expect,
+        *,
+        source: str,
+        paper: float | str | None = None,
+        paper_source: str | None = None,
+        reference: float | str | None = None,
+        reference_source: str | None = None,
+        profiles: tuple[str, ...] = PROFILES,
+        digits: int = 3,
+        note: str | None = None,
+    ) -> Claim:
+        """Check one claim, print its line, record it; return the :class:`Claim`.
+
+        ``digits`` is the number of significant digits printed (and compared by the golden
+        outputs); ``digits=0`` prints only the outcome, for values at round-off level.
+        A failed claim does not raise here, so that every claim of the figure is evaluated
+        and recorded; the runner fails the figure.
+        """
+        if not _ID.match(claim_id):
+            raise ClaimError(f"claim id {claim_id!r} must be kebab-case (a-z, 0-9, -)")
+        full_id = f"{self.fig_id}:{claim_id}"
+        if any(c.id == full_id for c in self.claims):
+            raise ClaimError(f"claim {full_id!r} checked twice")
+        if not _SOURCE.search(source or ""):
+            raise ClaimError(
+                f"claim {full_id!r}: source {source!r} must name the paper, e.g. '[lin, Thm. 2]'"
+            )
+        if not profiles or any(p not in PROFILES for p in profiles):
+            raise ClaimError(f"claim {full_id!r}: profiles must be a subset of {PROFILES}")
+        if reference is not None and not reference_source:
+            raise ClaimError(f"claim {full_id!r}: a reference number needs reference_source")
+        if not isinstance(expect, Expect):
+            raise ClaimError(f"claim {full_id!r}: expect must come from at_most/at_least/...")
+        value = _jsonable(np.asarray(measured).item() if np.ndim(measured) == 0 else measured)
+        if not isinstance(value, (bool, float, str)):
+            raise ClaimError(f"claim {full_id!r}: measured must be a number or a bool")
+        if self.profile not in profiles:
+            status, shown = "not-evaluated", ""
+        else:
+            if isinstance(value, str):  # nan / inf
+                ok = False
+            elif expect.op == "true":
+                ok = isinstance(value, bool) and value
+            else:
+                ok = not isinstance(value, bool) and expect.holds(value)
+            status = "pass" if ok else "fail"
+            if isinstance(value, bool) or isinstance(value, str):
+                shown = str(value)
+            elif digits == 0:
+                shown = "within" if ok else f"{_fmt(value, 3)}, outside"
+            else:
+                shown = _fmt(value, digits)
+        claim = Claim(
+            id=full_id,
+            fig_id=self.fig_id,
+            statement=statement,
+            source=source,
+            expect=expect.describe(),
+            measured=value,
+            shown=shown,
+            status=status,
+            profiles=tuple(profiles),
+            paper=_jsonable(paper),
+            paper_source=paper_source,
+            reference=_jsonable(reference),
+            reference_source=reference_source,
+            note=note,
+        )
+        self.claims.append(claim)
+        print(claim.line())
+        self._write()
+        return claim
+
+    # ------------------------------------------------------------------------- records
+    def records(self) -> list[dict[str, Any]]:
+        """The claims as JSON-ready dicts (the sidecar's ``claims`` list)."""
+        return [{**asdict(c), "profiles": list(c.profiles)} for c in self.claims]
+
+    def failed(self) -> list[Claim]:
+        return [c for c in self.claims if c.status == "fail"]
+
+    def summary(self) -> str:
+        n = {s: sum(c.status == s for c in self.claims) for s in STATUSES}
+        return (
+            f"{len(self.claims)} claims: {n['pass']} hold, {n['fail']} do not, "
+            f"{n['not-evaluated']} not evaluated in the {self.profile} profile"
+        )
+
+    def _write(self) -> None:
+        out = paths.figure_dir() / f"{self.fig_id}.claims.json"
+        payload = {"fig_id": self.fig_id, "profile": self.profile, "claims": self.records()}
+        write_text_atomic(out, json.dumps(payload, indent=2, sort_keys=True))
+
+
+def load_claims(path) -> list[dict[str, Any]]:
+    """Read a ``<fig_id>.claims.json`` file written by a :class:`Ledger`."""
+    data = json.loads(Path(path).read_text())
+    claims = data.get("claims")
+    if not isinstance(claims, list):
+        raise ClaimError(f"{path}: no claims list")
+    return claims

@@ -1,0 +1,154 @@
+"""The claims ledger: a claim that stops holding fails the run, names itself, and is kept
+for reading; every claim lands in the sidecar with both numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from ntpcore import claims
+from ntpcore.pipeline import registry
+from ntpcore.pipeline import runner as reproduce
+
+PARAMS = 'fig_id = "lin-claimtest"  # key\nprofile = "quick"  # [paper|quick] profile\n'
+
+
+@pytest.fixture
+def figdir(tmp_path, monkeypatch):
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "figures"))
+    return tmp_path / "figures"
+
+
+def test_comparisons_hold_exactly_where_they_should():
+    assert claims.at_most(1.0).holds(1.0) and not claims.at_most(1.0).holds(1.0 + 1e-12)
+    assert claims.at_least(0.95).holds(0.95) and not claims.at_least(0.95).holds(0.9499)
+    assert claims.between(1, 2).holds(1.5) and not claims.between(1, 2).holds(2.5)
+    near = claims.close_to(0.8811, atol=5e-3)
+    assert near.holds(0.884) and not near.holds(0.887)
+    assert not claims.at_most(1.0).holds(float("nan"))
+    with pytest.raises(claims.ClaimError):
+        claims.close_to(1.0)
+    with pytest.raises(claims.ClaimError):
+        claims.between(2, 1)
+
+
+def test_ledger_records_pass_fail_and_not_evaluated(figdir, capsys):
+    ledger = claims.Ledger("lin-claimtest", "quick")
+    ledger.check("small", "a small error", 1e-12, claims.at_most(1e-10), source="[lin, eq. (4)]")
+    ledger.check(
+        "corr",
+        "correlation near one",
+        0.9,
+        claims.at_least(0.95),
+        source="[att, Fig. 3]",
+        paper=0.986,
+        paper_source="[att, Sec. 5]",
+    )
+    ledger.check(
+        "long",
+        "needs long runs",
+        0.0,
+        claims.at_least(1.0),
+        source="[geo, Sec. 4]",
+        profiles=("paper",),
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("PASS lin-claimtest:small") and "ours 1.00e-12" in lines[0]
+    assert lines[1].startswith("FAIL lin-claimtest:corr") and "paper 0.986" in lines[1]
+    assert lines[2].startswith("SKIP lin-claimtest:long")
+    assert [c.status for c in ledger.claims] == ["pass", "fail", "not-evaluated"]
+    assert ledger.failed()[0].measured == 0.9
+    on_disk = claims.load_claims(figdir / "lin-claimtest.claims.json")
+    assert [c["status"] for c in on_disk] == ["pass", "fail", "not-evaluated"]
+    assert on_disk[1]["paper"] == 0.986 and on_disk[1]["measured"] == 0.9
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"claim_id": "Bad_Id"}, "kebab-case"),
+        ({"source": "somewhere"}, "must name the paper"),
+        ({"profiles": ("fast",)}, "profiles"),
+        ({"reference": 0.5}, "reference_source"),
+        ({"measured": [1.0, 2.0]}, "number or a bool"),
+    ],
+)
+def test_malformed_claims_are_rejected(figdir, kwargs, match):
+    args = {"claim_id": "ok", "statement": "s", "measured": 1.0, "expect": claims.at_most(2)}
+    args.update({k: v for k, v in kwargs.items() if k in args})
+    opts = {"source": "[lin, Thm. 2]"}
+    opts.update({k: v for k, v in kwargs.items() if k not in args})
+    with pytest.raises(claims.ClaimError, match=match):
+        claims.Ledger("lin-claimtest", "quick").check(*args.values(), **opts)
+
+
+def test_a_claim_checked_twice_or_nan_is_caught(figdir):
+    ledger = claims.Ledger("lin-claimtest", "paper")
+    c = ledger.check("x", "s", float("nan"), claims.at_most(1), source="[lin, Thm. 1]")
+    assert c.status == "fail"
+    with pytest.raises(claims.ClaimError, match="twice"):
+        ledger.check("x", "s", 0.0, claims.at_most(1), source="[lin, Thm. 1]")
+
+
+def _notebook(path: Path, body: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    params = nbformat.v4.new_code_cell(PARAMS)
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(body)]
+    nbformat.write(nb, path)
+    return path
+
+
+BODY = """\
+from matplotlib import pyplot as plt
+from ntpcore import claims
+from ntpcore.pipeline import provenance
+ledger = claims.Ledger(fig_id, profile)
+ledger.check("holds", "one is small", 1e-12, claims.at_most(1e-10), source="[lin, eq. (4)]")
+ledger.check("breaks", "W* matches the log-odds", {value}, claims.at_most(1e-10),
+             source="[lin, Def. 1]", paper=0.0, paper_source="[lin, Sec. 2]")
+fig = plt.figure()
+provenance.savefig(fig, fig_id, {{}}, profile=profile, claims=ledger)
+"""
+
+
+def _run(tmp_path, monkeypatch, value: str):
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "figures"))
+    monkeypatch.setenv("NTP_EXECUTED_DIR", str(tmp_path / "executed"))
+    monkeypatch.setattr(reproduce, "FAILED_DIR", tmp_path / "failed")
+    nb = _notebook(tmp_path / "lin_claimtest.ipynb", BODY.format(value=value))
+    entry = registry.FigureEntry("lin-claimtest", "lin", "-", "t", str(nb), "c")
+    job = reproduce.Job(entry, "quick", {"fig_id": "lin-claimtest", "profile": "quick"})
+    return reproduce.run_job(job, progress=False)
+
+
+def test_runner_fails_a_figure_whose_claim_does_not_hold(tmp_path, monkeypatch):
+    outcome = _run(tmp_path, monkeypatch, "0.05")
+    assert not outcome.ok
+    assert "lin-claimtest:breaks" in outcome.message
+    assert "W* matches the log-odds" in outcome.message
+    assert "expected ≤ 1.00e-10, measured 0.05" in outcome.message
+    # nothing published as if it were good ...
+    assert not (tmp_path / "figures" / "lin-claimtest.png").exists()
+    # ... and every claim kept for reading, in the sidecar
+    sidecar = json.loads((tmp_path / "failed" / "lin-claimtest" / "lin-claimtest.json").read_text())
+    assert [c["status"] for c in sidecar["claims"]] == ["pass", "fail"]
+    assert sidecar["claims"][1]["paper"] == 0.0 and sidecar["claims"][1]["measured"] == 0.05
+    assert (tmp_path / "failed" / "lin-claimtest.ipynb").exists()
+
+
+def test_runner_publishes_a_figure_whose_claims_hold(tmp_path, monkeypatch):
+    outcome = _run(tmp_path, monkeypatch, "0.0")
+    assert outcome.ok, outcome.message
+    assert outcome.claims_summary() == "2 claims: 2 hold"
+    sidecar = json.loads((tmp_path / "figures" / "lin-claimtest.json").read_text())
+    assert [c["status"] for c in sidecar["claims"]] == ["pass", "pass"]
+    assert not (tmp_path / "figures" / "lin-claimtest.claims.json").exists()

@@ -30,23 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ntpcore.core.logits import entropy, support_matrix
+from ntpcore.core.logits import entropy
 from ntpcore.core.validate import as_float_array, as_prob_matrix
 from ntpcore.errors import DataError
-
-__all__ = [
-    "TOY_ANGLES_DEG",
-    "TOY_SUPPORTS",
-    "NTPData",
-    "check_data",
-    "check_embeddings_probs",
-    "entropy",
-    "make_data",
-    "make_synthetic",
-    "make_toy",
-    "support_matrix",
-    "toy_embeddings",
-]
 
 #: Supports of the toy contexts A, B, C as 0-based token ids (paper: "234", "125", "145").
 TOY_SUPPORTS: tuple[tuple[int, ...], ...] = ((1, 2, 3), (0, 1, 4), (0, 3, 4))

@@ -28,20 +28,6 @@ from ntpcore.core.logits import ce_grad_unchecked, ce_unchecked, log_softmax, so
 from ntpcore.core.validate import as_float_array
 from ntpcore.lin.data import check_data
 
-__all__ = [
-    "ce",
-    "ce_F",
-    "ce_gap",
-    "ce_grad",
-    "ce_hessian",
-    "kl_terms",
-    "loss_and_grad",
-    "log_softmax",
-    "make_loss_grad",
-    "smoothness_bound",
-    "softmax",
-]
-
 Array = NDArray[np.float64]
 
 

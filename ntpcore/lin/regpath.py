@@ -32,8 +32,6 @@ from ntpcore.errors import DataError, SolverError
 from ntpcore.lin.data import check_data
 from ntpcore.lin.loss import loss_and_grad
 
-__all__ = ["reg_path", "reg_path_cvxpy", "ridge_solution"]
-
 Array = NDArray[np.float64]
 
 

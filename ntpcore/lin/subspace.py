@@ -36,21 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ntpcore.core.metrics import cos
 from ntpcore.core.validate import as_float_array, as_support
 from ntpcore.errors import DataError, IncompatibleError
-from ntpcore.lin.data import check_embeddings_probs
-
-__all__ = [
-    "DataSubspace",
-    "anchor_tokens",
-    "cos",
-    "data_subspace",
-    "finite_component",
-    "finite_component_info",
-    "log_odds",
-    "row_space_projector",
-]
+from ntpcore.lin.data import check_data, check_embeddings_probs
 
 Array = NDArray[np.float64]
 
@@ -236,3 +224,24 @@ def finite_component(H: ArrayLike, P: ArrayLike) -> Array:
             "of contexts that share words are linearly dependent (e.g. d < m)."
         )
     return info["W_star"]
+
+
+def is_compatible(H: ArrayLike, P: ArrayLike) -> bool:
+    """True iff the data are NTP_H-compatible (Def. 1): eq. (4) has a solution."""
+    try:
+        finite_component(H, P)
+    except IncompatibleError:
+        return False
+    return True
+
+
+def proj_F(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
+    """Orthogonal projection of W onto the data subspace F of (H, supp P) (eq. 5)."""
+    H, P, _ = check_data(H, P)
+    return data_subspace(H, P > 0).project(W)
+
+
+def proj_perp(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
+    """Orthogonal projection of W onto the complement of F."""
+    H, P, _ = check_data(H, P)
+    return data_subspace(H, P > 0).project_perp(W)

@@ -71,18 +71,6 @@ from ntpcore.errors import DataError, InfeasibleError, SolverError
 from ntpcore.lin.data import check_embeddings_probs
 from ntpcore.lin.subspace import anchor_tokens
 
-__all__ = [
-    "SVMResult",
-    "is_ntp_separable",
-    "margins",
-    "ntp_svm",
-    "ntp_svm_solve",
-    "separability_lp",
-    "svm_dual",
-    "svm_dual_cd",
-    "svm_cvxpy",
-]
-
 Array = NDArray[np.float64]
 
 #: Post-check tolerances of every solver (spec §5.12): min margin >= 1 - tol, spread <= tol.

@@ -55,6 +55,14 @@ from ntpcore.att.dynamics import (
     run_descent,
     smoothness_bound,
 )
+from ntpcore.att.finite import (
+    Subspaces,
+    finite_component,
+    finite_component_cvxpy,
+    reduced_log_loss,
+    subspaces,
+)
+from ntpcore.att.linalg import project_onto_span
 from ntpcore.att.priority import (
     SCCStructure,
     cyclic_samples,
@@ -66,21 +74,15 @@ from ntpcore.att.priority import (
     select_tokens,
     token_priority_graphs,
 )
+from ntpcore.att.regpath import regularization_path
 from ntpcore.att.svm import (
     GraphSVMResult,
-    Subspaces,
-    finite_component,
-    finite_component_cvxpy,
     graph_svm,
     graph_svm_constraints,
     graph_svm_cvxpy,
     graph_svm_from_graphs,
     local_graph_svm,
-    project,
-    reduced_log_loss,
-    regularization_path,
     solve_max_margin,
-    subspaces,
 )
 from ntpcore.core.metrics import cos
 
@@ -111,7 +113,7 @@ __all__ = [
     "loss_grad",
     "make_problem",
     "model_output",
-    "project",
+    "project_onto_span",
     "random_labels",
     "random_sequences",
     "reduced_log_loss",

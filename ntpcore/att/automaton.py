@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from ntpcore.att.finite import finite_component
+from ntpcore.att.linalg import check_embeddings
 from ntpcore.att.priority import SCCStructure, scc_structures, token_priority_graphs
-from ntpcore.att.svm import check_embeddings, finite_component, graph_svm
+from ntpcore.att.svm import graph_svm
 from ntpcore.errors import DataError
 
 

@@ -24,6 +24,8 @@ import numpy as np
 from ntpcore.att.automaton import automaton_predict, build_automaton, model_output
 from ntpcore.att.data import AttDataset, sample_dataset, toy_dataset, unit_embeddings
 from ntpcore.att.dynamics import attention, make_problem, run_descent
+from ntpcore.att.finite import finite_component, reduced_log_loss, subspaces
+from ntpcore.att.linalg import project_onto_spans
 from ntpcore.att.priority import (
     cyclic_samples,
     local_token_priority_graphs,
@@ -32,13 +34,8 @@ from ntpcore.att.priority import (
     select_tokens,
     token_priority_graphs,
 )
-from ntpcore.att.svm import (
-    finite_component,
-    graph_svm_from_graphs,
-    reduced_log_loss,
-    regularization_path,
-    subspaces,
-)
+from ntpcore.att.regpath import regularization_path
+from ntpcore.att.svm import graph_svm_from_graphs
 from ntpcore.core.metrics import cos
 from ntpcore.core.optim import log_steps
 from ntpcore.errors import DataError, InfeasibleError
@@ -79,23 +76,6 @@ def _feasible_trial(rng, n, T, K, d, graph):
         except InfeasibleError:  # counted; a new embedding draw (typical only when K > d)
             data = AttDataset(unit_embeddings(rng, K, d), data.tokens, data.labels, data.n_rejected)
     raise InfeasibleError(f"1000 infeasible embedding draws in a row (K={K}, d={d})")
-
-
-def _padded_bases(bases: list[np.ndarray], p: int) -> np.ndarray:
-    """Stack row-orthonormal bases of different ranks into (B, r_max, p), zero-padded."""
-    r = max([b.shape[0] for b in bases] + [1])
-    out = np.zeros((len(bases), r, p))
-    for i, b in enumerate(bases):
-        out[i, : b.shape[0]] = b
-    return out
-
-
-def _project_traj(traj: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """Project a trajectory (S, Bt, d, d) on per-trial bases (Bt, r, d*d)."""
-    S, Bt, d, _ = traj.shape
-    w = traj.reshape(S, Bt, d * d).transpose(1, 0, 2)  # (Bt, S, p)
-    c = np.matmul(w, B.transpose(0, 2, 1))  # (Bt, S, r) coordinates
-    return np.matmul(c, B).transpose(1, 0, 2).reshape(traj.shape)
 
 
 def _scc_onehot(tokens: np.ndarray, structures) -> np.ndarray:
@@ -193,13 +173,12 @@ def run_global(cfg: AttGlobalConfig) -> dict:
     t_loop = time.perf_counter() - t_loop
     W, Wf = traj[:, :B], traj[:, B:]  # (S, B, d, d)
     # ---- metrics (vectorised over steps and trials) ----
-    Bf = _padded_bases(Bfin, d * d)
-    PW = _project_traj(W, Bf)  # Π_Sfin W(τ)
+    PW = project_onto_spans(W, Bfin)  # Π_Sfin W(τ)
     svm_sq = np.sum(Wsvm**2, axis=(-2, -1))
     R = np.divide(
         np.sum((W[-1] - Wfin) * Wsvm, axis=(-2, -1)), svm_sq, out=np.zeros(B), where=svm_sq > 0
     )
-    perp = W - _project_traj(W, _padded_bases(BS, d * d))
+    perp = W - project_onto_spans(W, BS)
     P_full = make_problem(E, tok, lab)
     s = attention(W, P_full)  # (S, B, n, T)
     per_scc = np.einsum("sbnt,bntc->sbnc", s, np.array(onehots))
@@ -351,8 +330,8 @@ def run_local(cfg: AttLocalConfig) -> dict:
         Wsvm_glob = np.array([t[2] for t in trials])
         res["corr_global"][a] = cos(W, Wsvm_glob).T
         res["corr_local"][a] = cos(W, np.array(Wsvm_loc)).T
-        PWg = _project_traj(W, _padded_bases(Bfin_glob, d * d))
-        PWl = _project_traj(W, _padded_bases(Bfin_loc, d * d))
+        PWg = project_onto_spans(W, Bfin_glob)
+        PWl = project_onto_spans(W, Bfin_loc)
         res["norm_diff_global"][a] = np.linalg.norm(PWg - tr2[:, :B], axis=(-2, -1)).T
         res["norm_diff_local"][a] = np.linalg.norm(PWl - tr2[:, B:], axis=(-2, -1)).T
     return {
@@ -400,7 +379,7 @@ def run_reg_path(cfg: AttRegPathConfig) -> dict:
         B_fin = subspaces(data.E, data.tokens, data.labels, graphs=graphs).S_fin
         WR = regularization_path(data.E, data.tokens, data.labels, radii)
         c[r] = cos(WR, W_svm)
-        f[r] = np.linalg.norm(_project_traj(WR[:, None], B_fin[None])[:, 0] - W_fin, axis=(-2, -1))
+        f[r] = np.linalg.norm(project_onto_spans(WR[:, None], [B_fin])[:, 0] - W_fin, axis=(-2, -1))
         nrm[r] = np.linalg.norm(WR, axis=(-2, -1))
     return {
         "radii": radii,

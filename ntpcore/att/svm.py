@@ -1,38 +1,32 @@
-r"""Graph-SVM, the subspaces S / S_fin / S_svm, the finite component W^fin and the
-regularization path of the self-attention paper (key ``att``, §§2.3–2.5, 2.8).
+r"""The Graph-SVM of the self-attention paper (key ``att``) and its solvers.
 
-Attention weights ``W`` (d, d) score position ``t`` of sequence ``i`` by
-:math:`z_{it} = x_{it}^\top W \bar x_i`, so every constraint and every generator below is a
-rank-one matrix :math:`(e_i - e_j) e_k^\top`; with the row-major ``ravel`` used throughout,
-``vec((e_i - e_j) e_k^T) = kron(e_i - e_j, e_k)``.
+For every edge ``i -> j`` of every token-priority graph :math:`G^{(k)}` (book ``att-def-tpg``,
+SCCs and priority order ``att-def-scc``) the Graph-SVM asks
 
-Graph-SVM (§2.4)
-    .. math::
-        W^{\mathrm{svm}} = \arg\min_W \|W\|_F \ \text{s.t.}\
-        (e_i-e_j)^\top W e_k = 0 \ (i \asymp_k j),\quad
-        (e_i-e_j)^\top W e_k \ge 1 \ (i \Rightarrow_k j)
+.. math::
+    W^{\mathrm{svm}} = \arg\min_W \|W\|_F \ \text{s.t.}\
+    (e_i-e_j)^\top W e_k = 0 \ (i \asymp_k j),\quad
+    (e_i-e_j)^\top W e_k \ge 1 \ (i \Rightarrow_k j)
 
-    for every edge ``i -> j`` of every TPG :math:`G^{(k)}`.  The specialised solver eliminates the
-    equalities (orthonormal null-space basis ``N``), then solves the bias-free hard-margin SVM
-    ``min ||v|| s.t. M v >= 1`` (``M = A_in N``) as a *least-distance program* through one
-    non-negative least-squares problem (Lawson & Hanson 1974, ch. 23), and finally polishes on the
-    active set and certifies the KKT conditions.  A zero NNLS residual is a Farkas certificate of
-    infeasibility.
+(book ``att-def-graph-svm``); :math:`W^{\mathrm{svm}}/\|W^{\mathrm{svm}}\|` is the direction of
+gradient descent in the convergence theorem [att, Thm. ``thm_cyclic_gd``] (book ``att-thm-gd``)
+and lies in :math:`S_\mathrm{svm}` [att, App. Lemma 6(i)].  In ``vec(W)`` coordinates the
+constraints are the rows :math:`(e_i - e_j) \otimes e_k` of :mod:`ntpcore.att.linalg`, so the
+program is :math:`\min \|w\|` s.t. ``A_eq w = 0``, ``A_in w >= 1``.
 
-Subspaces (§2.3, appendix Defs. 3–5)
-    ``S`` = span of the edge generators, ``S_fin`` = span of the same-SCC generators,
-    ``S_svm = S ⊖ S_fin``.  Bases are row-orthonormal arrays ``(r, d*d)``.
+The specialised solver eliminates the equalities (orthonormal null-space basis ``N``), then
+solves the bias-free hard-margin SVM ``min ||v|| s.t. M v >= 1`` (``M = A_in N``) as a
+*least-distance program* through one non-negative least-squares problem (Lawson & Hanson 1974,
+ch. 23), and finally polishes on the active set and certifies the KKT conditions.  A zero NNLS
+residual is a Farkas certificate of infeasibility.  ``cvxpy`` + Clarabel give the references.
 
-Finite component (§2.5)
-    :math:`W^{\mathrm{fin}} = \arg\min_{W\in S_\mathrm{fin}} L_\mathrm{fin}(W)`, the log-loss on the
-    reduced sequences (label's SCC only, query = original last token, divided by the full n).
-    Strictly convex and coercive on ``S_fin``; solved by damped Newton (reference: cvxpy).
+The local Graph-SVM is the same program on the local TPGs of the tokens a trained layer
+selects (the paper's experiments with general heads; book ``att-conj-local``).
 """
 
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -41,60 +35,23 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import nnls
 
+from ntpcore.att.linalg import CLARABEL_TIGHT, RANK_TOL, check_embeddings, generator_rows
 from ntpcore.att.priority import (
     SCCStructure,
     check_tokens,
-    cyclic_samples,
     local_token_priority_graphs,
-    reduced_position_mask,
     scc_structures,
     select_tokens,
     token_priority_graphs,
 )
-from ntpcore.core.validate import as_float_array
-from ntpcore.errors import DataError, InfeasibleError, SolverError
+from ntpcore.errors import InfeasibleError, SolverError
 
-RANK_TOL = 1e-10  # relative singular-value threshold for bases and null spaces
 FEAS_TOL = 1e-9  # constraint tolerance accepted by the specialised solver's certificate
-#: Clarabel settings for test-grade references (the defaults stop at ~1e-8 gaps, i.e. ~1e-5
-#: relative error in the solution of these small, flat problems).
-CLARABEL_TIGHT = {
-    "tol_gap_abs": 1e-10,
-    "tol_gap_rel": 1e-10,
-    "tol_feas": 1e-10,
-    "tol_ktratio": 1e-8,
-}
 
 
 # --------------------------------------------------------------------------------------------
-# helpers
+# constraint system
 # --------------------------------------------------------------------------------------------
-def check_embeddings(E, K: int | None = None) -> NDArray[np.float64]:
-    """Validate the embedding matrix ``E`` (K, d): finite float64, row ``k`` = token ``k``."""
-    E = as_float_array(E, "E", ndim=2)
-    if K is not None and E.shape[0] != K:
-        raise DataError(f"E must have K = {K} rows (one per token), got {E.shape[0]}")
-    return E
-
-
-def _orth_rows(A: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Row-orthonormal basis of the row space of ``A`` (relative threshold RANK_TOL)."""
-    if A.shape[0] == 0:
-        return np.zeros((0, A.shape[1]))
-    _, s, Vt = np.linalg.svd(A, full_matrices=False)
-    r = int(np.sum(s > RANK_TOL * max(s[0], 1e-300))) if s.size else 0
-    return Vt[:r]
-
-
-def project(W, B: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Orthogonal projection :math:`\\Pi_B(W)` of ``W`` (..., d, d) on the span of the rows of
-    ``B`` (r, d*d) (row-orthonormal).  Batched over leading axes."""
-    W = np.asarray(W, dtype=float)
-    d = W.shape[-1]
-    w = W.reshape(*W.shape[:-2], d * d)
-    return ((w @ B.T) @ B).reshape(W.shape)
-
-
 def _edge_triples(
     graphs: Sequence[nx.DiGraph], structures: Sequence[SCCStructure], pairs: str = "edges"
 ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
@@ -135,16 +92,6 @@ def _edge_triples(
     return eq, ineq
 
 
-def _rows(E: NDArray[np.float64], triples: Sequence[tuple[int, int, int]]) -> NDArray[np.float64]:
-    """Stack ``vec((e_i - e_j) e_k^T) = kron(e_i - e_j, e_k)`` for each triple."""
-    d = E.shape[1]
-    if not triples:
-        return np.zeros((0, d * d))
-    t = np.asarray(triples, dtype=np.int64)
-    diff = E[t[:, 0]] - E[t[:, 1]]  # (m, d)
-    return (diff[:, :, None] * E[t[:, 2]][:, None, :]).reshape(len(t), d * d)
-
-
 def graph_svm_constraints(
     E, graphs: Sequence[nx.DiGraph], *, pairs: str = "edges"
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], dict]:
@@ -159,7 +106,11 @@ def graph_svm_constraints(
     E = check_embeddings(E, len(graphs))
     structures = scc_structures(graphs)
     eq, ineq = _edge_triples(graphs, structures, pairs)
-    return _rows(E, eq), _rows(E, ineq), {"eq": eq, "ineq": ineq, "structures": structures}
+    return (
+        generator_rows(E, eq),
+        generator_rows(E, ineq),
+        {"eq": eq, "ineq": ineq, "structures": structures},
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -440,251 +391,3 @@ def graph_svm_cvxpy(
     if not cons:
         return np.zeros((d, d))
     return np.asarray(W.value)
-
-
-# --------------------------------------------------------------------------------------------
-# subspaces
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Subspaces:
-    r"""Row-orthonormal bases (r, d*d) of :math:`S`, :math:`S_\mathrm{fin}` and
-    :math:`S_\mathrm{svm} = S \ominus S_\mathrm{fin}` (appendix Defs. 3–5)."""
-
-    S: NDArray[np.float64]
-    S_fin: NDArray[np.float64]
-    S_svm: NDArray[np.float64]
-    d: int
-
-    def project(self, W, which: str) -> NDArray[np.float64]:
-        """Projection on ``which`` in {"S", "S_fin", "S_svm", "S_perp"} (batched)."""
-        if which == "S_perp":
-            return np.asarray(W, dtype=float) - project(W, self.S)
-        return project(W, getattr(self, which))
-
-
-def subspaces(E, tokens, labels, *, graphs: Sequence[nx.DiGraph] | None = None) -> Subspaces:
-    r"""Bases of :math:`S` (edge span), :math:`S_\mathrm{fin}` (cyclic subspace) and
-    :math:`S_\mathrm{svm}`.
-
-    ``S_fin`` is generated by ``(e_c - e_{c_0}) e_k^T`` for the members ``c`` of every non-trivial
-    SCC ``{c_0, c_1, ...}`` of every ``G^(k)`` (enough: differences along an SCC span all pairs).
-    ``graphs`` overrides the TPGs (e.g. local TPGs); then ``tokens``/``labels`` are unused.
-    """
-    E = check_embeddings(E)
-    K, d = E.shape
-    if graphs is None:
-        graphs = token_priority_graphs(tokens, labels, K)
-    structures = scc_structures(graphs)
-    edges = [(int(i), int(j), k) for k, G in enumerate(graphs) for i, j in G.edges]
-    B_S = _orth_rows(_rows(E, edges))
-    fin = [
-        (c, comp[0], s.k)
-        for s in structures
-        for comp in s.nontrivial_components()
-        for c in comp[1:]
-    ]
-    B_fin = _orth_rows(_rows(E, fin))
-    # S_svm: the part of S orthogonal to S_fin.
-    R = B_S - (B_S @ B_fin.T) @ B_fin if B_fin.shape[0] else B_S
-    B_svm = _orth_rows(R)[: B_S.shape[0] - B_fin.shape[0]]
-    return Subspaces(S=B_S, S_fin=B_fin, S_svm=B_svm, d=d)
-
-
-# --------------------------------------------------------------------------------------------
-# finite component
-# --------------------------------------------------------------------------------------------
-def _reduced_problem(E, tokens, labels, graphs=None):
-    """Shared set-up: cyclic samples, reduced masks, S_fin basis, Jacobians ``J`` (n, T, r)."""
-    E = check_embeddings(E)
-    K, d = E.shape
-    tok, lab = check_tokens(tokens, labels, K)
-    if graphs is None:
-        graphs = token_priority_graphs(tok, lab, K)
-    structures = scc_structures(graphs)
-    mask = reduced_position_mask(tok, lab, structures)  # (n, T)
-    cyc = cyclic_samples(tok, lab, structures)  # (n,)
-    sub = subspaces(E, tok, lab, graphs=graphs)
-    B = sub.S_fin  # (r, d*d)
-    X = E[tok]  # (n, T, d)
-    xbar = X[:, -1]  # (n, d)
-    # J[i, t, b] = x_it^T B_b xbar_i : score of position t along basis matrix b.
-    J = np.einsum("ntd,bde,ne->ntb", X, B.reshape(-1, d, d), xbar)
-    label_pos = tok == lab[:, None]
-    return tok, lab, mask, cyc, B, J, label_pos
-
-
-def reduced_log_loss(W, E, tokens, labels) -> float:
-    r""":math:`L_\mathrm{fin}(W)`: log-loss of the reduced sequences (cyclic samples only),
-    query = original last token, normalised by the full ``n`` (§2.5)."""
-    E = check_embeddings(E)
-    tok, lab = check_tokens(tokens, labels, E.shape[0])
-    structures = scc_structures(token_priority_graphs(tok, lab, E.shape[0]))
-    mask = reduced_position_mask(tok, lab, structures)
-    cyc = cyclic_samples(tok, lab, structures)
-    X = E[tok]
-    z = np.einsum("ntd,de,ne->nt", X, np.asarray(W, float), X[:, -1])
-    zm = np.where(mask, z, -np.inf)
-    zl = np.where(tok == lab[:, None], z, -np.inf)
-    from scipy.special import logsumexp
-
-    per = logsumexp(zm, axis=1) - logsumexp(zl, axis=1)
-    return float(np.sum(per[cyc]) / len(lab))
-
-
-def finite_component(
-    E: ArrayLike,
-    tokens: ArrayLike,
-    labels: ArrayLike,
-    *,
-    method: str = "newton",
-    graphs: Sequence[nx.DiGraph] | None = None,
-) -> NDArray[np.float64]:
-    r"""The finite component :math:`W^{\mathrm{fin}}` of §2.5, shape (d, d).
-
-    .. math::
-        W^{\mathrm{fin}} = \arg\min_{W \in S_\mathrm{fin}} \frac1n \sum_{i\ \mathrm{cyclic}}
-        -\log \sum_{t:\ \tilde x_{it} = e_{y_i}} \mathbb S(\tilde X_i W \bar x_i)_t
-
-    where :math:`\tilde X_i` keeps the positions of sequence i whose token is in the SCC of
-    :math:`y_i` in :math:`G^{(k_i)}`.  The objective is convex on ``S_fin``; it is strictly
-    convex and coercive there (an edge inside every SCC), so the minimiser exists and is unique.
-
-    ``method="newton"`` (default): damped Newton in the coordinates of an orthonormal basis of
-    ``S_fin`` (quadratic convergence, gradient norm <= 1e-12 at exit).  ``method="cvxpy"``: the
-    token-level log-sum-exp form through cvxpy + Clarabel (reference).
-
-    Returns the zero matrix when ``S_fin = {0}`` (acyclic TPGs).
-
-    Raises
-    ------
-    SolverError  if Newton does not reach the tolerance.
-    """
-    if method == "cvxpy":
-        return finite_component_cvxpy(E, tokens, labels, graphs=graphs)
-    if method != "newton":
-        raise ValueError(f"method must be 'newton' or 'cvxpy', got {method!r}")
-    E = check_embeddings(E)
-    d = E.shape[1]
-    tok, lab, mask, cyc, B, J, label_pos = _reduced_problem(E, tokens, labels, graphs)
-    r = B.shape[0]
-    if r == 0 or not cyc.any():
-        return np.zeros((d, d))
-    n = len(lab)
-    J, m, lp = J[cyc], mask[cyc], label_pos[cyc]  # keep cyclic samples
-
-    def f_g_h(a):
-        z = J @ a  # (n_c, T) scores along S_fin
-        zm = np.where(m, z, -np.inf)
-        zmax = zm.max(axis=1, keepdims=True)
-        e = np.exp(zm - zmax)
-        s = e / e.sum(axis=1, keepdims=True)  # softmax over the reduced positions
-        el = np.where(lp, e, 0.0)
-        q = el / el.sum(axis=1, keepdims=True)  # renormalised on the label positions
-        f = np.sum(np.log(e.sum(axis=1)) - np.log(el.sum(axis=1))) / n
-        g = np.einsum("nt,ntb->b", s - q, J) / n
-        # Hessian: softmax covariance of the scores minus that on the label positions (the
-        # latter is 0: all label positions hold the same token, so equal Jacobian rows).
-        Js = np.einsum("nt,ntb->nb", s, J)
-        Jq = np.einsum("nt,ntb->nb", q, J)
-        H = (
-            np.einsum("nt,ntb,ntc->bc", s, J, J)
-            - np.einsum("nb,nc->bc", Js, Js)
-            - np.einsum("nt,ntb,ntc->bc", q, J, J)
-            + np.einsum("nb,nc->bc", Jq, Jq)
-        ) / n
-        return f, g, H
-
-    a = np.zeros(r)
-    f, g, H = f_g_h(a)
-    for _ in range(200):
-        step = -np.linalg.solve(H, g)
-        if -(g @ step) <= 1e-28:  # Newton decrement^2: converged to machine precision
-            break
-        t = 1.0
-        while True:  # Armijo backtracking (objective convex, Newton direction descends)
-            f_new, g_new, H_new = f_g_h(a + t * step)
-            if f_new <= f + 1e-4 * t * (g @ step) or t < 1e-10:
-                break
-            t *= 0.5
-        if t < 1e-10:  # no further decrease representable in floating point
-            break
-        a, f, g, H = a + t * step, f_new, g_new, H_new
-    if not np.linalg.norm(g) <= 1e-9:
-        raise SolverError(f"W^fin Newton did not converge (|grad| = {np.linalg.norm(g):.2e})")
-    return (a @ B).reshape(d, d)
-
-
-def finite_component_cvxpy(E, tokens, labels, *, graphs=None) -> NDArray[np.float64]:
-    """Reference W^fin: token-level log-sum-exp on S_fin coordinates with cvxpy + Clarabel.
-
-    Written as ``log_sum_exp(z + log m) - z_y - log m_y`` (DCP); ``-log_sum_exp(label scores)`` is
-    not DCP.
-    """
-    import cvxpy as cp
-
-    E = check_embeddings(E)
-    d = E.shape[1]
-    tok, lab, mask, cyc, B, J, label_pos = _reduced_problem(E, tokens, labels, graphs)
-    r = B.shape[0]
-    if r == 0 or not cyc.any():
-        return np.zeros((d, d))
-    a = cp.Variable(r)
-    terms = []
-    for i in np.flatnonzero(cyc):
-        toks, first, counts = np.unique(tok[i][mask[i]], return_index=True, return_counts=True)
-        Ji = J[i][mask[i]][first]  # (n_tokens, r): one row per distinct reduced token
-        z = Ji @ a
-        iy = int(np.flatnonzero(toks == lab[i])[0])
-        terms.append(cp.log_sum_exp(z + np.log(counts)) - z[iy] - np.log(counts[iy]))
-    prob = cp.Problem(cp.Minimize(cp.sum(cp.hstack(terms)) / len(lab)))
-    prob.solve(solver=cp.CLARABEL, **CLARABEL_TIGHT)
-    if prob.status != "optimal":
-        raise SolverError(f"cvxpy/Clarabel returned status {prob.status!r} for W^fin")
-    return (np.asarray(a.value) @ B).reshape(d, d)
-
-
-# --------------------------------------------------------------------------------------------
-# regularization path
-# --------------------------------------------------------------------------------------------
-def regularization_path(E, tokens, labels, radii, *, solver: str = "CLARABEL"):
-    r"""Regularization path :math:`W_R = \arg\min_{\|W\|_F \le R} L(W)` (§2.8), shape (len, d, d).
-
-    ``L`` depends on W only through its projection on ``S``; W is parametrised in an orthonormal
-    basis of ``S`` so the minimiser is unique.  Log-loss at token level,
-    ``log_sum_exp(z + log m) - z_y - log m_y`` (cvxpy + Clarabel, exponential cone).
-    For very large R (>~ 50) the objective is flat to machine precision and the solver stops
-    short of the constraint; use R <= 30 (spec §2.8).
-    """
-    import cvxpy as cp
-
-    E = check_embeddings(E)
-    K, d = E.shape
-    tok, lab = check_tokens(tokens, labels, K)
-    B = subspaces(E, tok, lab).S
-    X = E[tok]
-    J = np.einsum("ntd,bde,ne->ntb", X, B.reshape(-1, d, d), X[:, -1])
-    c = cp.Variable(B.shape[0])
-    R = cp.Parameter(nonneg=True)
-    terms = []
-    for i in range(len(lab)):
-        toks, first, counts = np.unique(tok[i], return_index=True, return_counts=True)
-        z = J[i][first] @ c
-        iy = int(np.flatnonzero(toks == lab[i])[0])
-        terms.append(cp.log_sum_exp(z + np.log(counts)) - z[iy] - np.log(counts[iy]))
-    prob = cp.Problem(cp.Minimize(cp.sum(cp.hstack(terms)) / len(lab)), [cp.norm(c, 2) <= R])
-    out = []
-    for rad in radii:
-        R.value = float(rad)
-        with warnings.catch_warnings():
-            # Clarabel's tight gap tolerance is occasionally out of reach (status
-            # "optimal_inaccurate"); such a point is accepted below only if it is feasible.
-            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-            prob.solve(solver=solver, **(CLARABEL_TIGHT if solver == "CLARABEL" else {}))
-        ok = prob.status == "optimal" or (
-            prob.status == "optimal_inaccurate"
-            and np.linalg.norm(c.value) <= float(rad) * (1 + 1e-6)
-        )
-        if not ok:
-            raise SolverError(f"regularization path: {solver} status {prob.status!r} at R={rad}")
-        out.append((np.asarray(c.value) @ B).reshape(d, d))
-    return np.array(out)

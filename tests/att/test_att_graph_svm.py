@@ -14,9 +14,9 @@ from ntpcore.att import (
     token_priority_graphs,
 )
 from ntpcore.att.data import sample_dataset, toy_dataset, unit_embeddings
+from ntpcore.att.linalg import generator_rows
 from ntpcore.att.svm import (
     _edge_triples,
-    _rows,
     graph_svm_constraints,
     graph_svm_from_graphs,
     solve_max_margin,
@@ -178,7 +178,7 @@ def test_degenerate_inputs():
 def test_rows_are_kron_vectorisations():
     E = unit_embeddings(np.random.default_rng(0), 4, 5)
     triples = [(0, 1, 2), (3, 2, 0)]
-    rows = _rows(E, triples)
+    rows = generator_rows(E, triples)
     for r, (i, j, k) in zip(rows, triples, strict=True):
         np.testing.assert_allclose(r, np.outer(E[i] - E[j], E[k]).ravel())
     d = toy_dataset("cyclic")

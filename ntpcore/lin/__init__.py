@@ -34,23 +34,23 @@ from ntpcore.lin.data import (
 )
 from ntpcore.lin.loss import (
     ce,
+    ce_excess,
     ce_F,
-    ce_gap,
     ce_grad,
     ce_hessian,
     kl_terms,
     make_loss_grad,
     smoothness_bound,
 )
-from ntpcore.lin.regpath import reg_path, reg_path_cvxpy, ridge_solution
+from ntpcore.lin.regpath import regularization_path, regularization_path_cvxpy, ridge_solution
 from ntpcore.lin.subspace import (
     DataSubspace,
     data_subspace,
     finite_component,
     finite_component_info,
     is_compatible,
-    proj_F,
-    proj_perp,
+    project_F,
+    project_perp,
     row_space_projector,
 )
 from ntpcore.lin.svm import (
@@ -73,7 +73,7 @@ __all__ = [
     "Trajectory",
     "ce",
     "ce_F",
-    "ce_gap",
+    "ce_excess",
     "ce_grad",
     "ce_hessian",
     "cos",
@@ -92,10 +92,10 @@ __all__ = [
     "margins",
     "ntp_svm",
     "ntp_svm_solve",
-    "proj_F",
-    "proj_perp",
-    "reg_path",
-    "reg_path_cvxpy",
+    "project_F",
+    "project_perp",
+    "regularization_path",
+    "regularization_path_cvxpy",
     "ridge_solution",
     "row_space_projector",
     "separability_lp",

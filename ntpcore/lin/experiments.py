@@ -357,7 +357,7 @@ def run_reg_path(cfg: LinRegPathConfig) -> dict:
     data = synthetic_data(cfg)
     pair = lin.solution_pair(data.H, data.P)
     Wmm, Ws, F = pair["W_mm"], pair["W_star"], pair["F"]
-    path = lin.reg_path(data.H, data.P, data.pi, cfg.radii, on_fail="stop")
+    path = lin.regularization_path(data.H, data.P, data.pi, cfg.radii, on_fail="stop")
     ns = float(np.linalg.norm(Ws))
     W = path["W"]
     out = {
@@ -368,7 +368,7 @@ def run_reg_path(cfg: LinRegPathConfig) -> dict:
         "path_cos": np.array([lin.cos(w, Wmm) for w in W]),
         "path_cos_corr": np.array([lin.cos(w - Ws, Wmm) for w in W]),
         "path_rel_dist_F": np.array([np.linalg.norm(F.project(w) - Ws) / ns for w in W]),
-        "path_gap": np.array([lin.ce_gap(w, data.H, data.P, data.pi) for w in W]),
+        "path_gap": np.array([lin.ce_excess(w, data.H, data.P, data.pi) for w in W]),
         "norm_mm": pair["svm"].norm,
         "norm_star": ns,
     }
@@ -619,7 +619,7 @@ def _run_full_support(cfg: LinTrainRunConfig) -> dict:
     def metrics(W):
         WF = F.project(W)
         return {
-            "gap": lin.ce_gap(W, data.H, data.P, data.pi),
+            "gap": lin.ce_excess(W, data.H, data.P, data.pi),
             "rel_dist_F": float(np.linalg.norm(WF - Ws)) / ns,
             "norm_perp": float(np.linalg.norm(W - WF)),
             "perp_drift": float(np.linalg.norm(W - WF - perp0)),

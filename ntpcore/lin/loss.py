@@ -67,7 +67,7 @@ def kl_terms(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
     return np.where(S, P * (logp - lq), 0.0).sum(axis=0)
 
 
-def ce_gap(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
+def ce_excess(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
     r""":math:`\mathrm{CE}(W) - H = \sum_j\hat\pi_j\mathrm{KL}_j` computed without cancellation."""
     H, P, pi = check_data(H, P, pi)
     return float(pi @ kl_terms(W, H, P))

@@ -120,7 +120,7 @@ def ridge_solution(H: ArrayLike, P: ArrayLike, pi: ArrayLike | None, mu: float) 
     return X @ red.U.T
 
 
-def reg_path(
+def regularization_path(
     H: ArrayLike,
     P: ArrayLike,
     pi: ArrayLike | None,
@@ -201,7 +201,7 @@ def _solve_radius(
     return X, mu, nx
 
 
-def reg_path_cvxpy(
+def regularization_path_cvxpy(
     H: ArrayLike,
     P: ArrayLike,
     pi: ArrayLike | None,

@@ -235,13 +235,13 @@ def is_compatible(H: ArrayLike, P: ArrayLike) -> bool:
     return True
 
 
-def proj_F(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
+def project_F(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
     """Orthogonal projection of W onto the data subspace F of (H, supp P) (eq. 5)."""
     H, P, _ = check_data(H, P)
     return data_subspace(H, P > 0).project(W)
 
 
-def proj_perp(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
+def project_perp(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
     """Orthogonal projection of W onto the complement of F."""
     H, P, _ = check_data(H, P)
     return data_subspace(H, P > 0).project_perp(W)

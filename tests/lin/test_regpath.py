@@ -15,14 +15,14 @@ B_LIST = [5.0, 10.0, 20.0, 40.0]
 
 @pytest.fixture(scope="module")
 def path(synth):
-    return lin.reg_path(synth.H, synth.P, synth.pi, B_LIST)
+    return lin.regularization_path(synth.H, synth.P, synth.pi, B_LIST)
 
 
 def test_on_boundary_and_aligning(synth, synth_pair, path):
     Wmm, Ws, F = synth_pair["W_mm"], synth_pair["W_star"], synth_pair["F"]
     cosv, dist = [], []
     for B, W in zip(B_LIST, path["W"], strict=True):
-        if lin.ce_gap(W, synth.H, synth.P, synth.pi) < 1e-7:  # solver-tolerance regime
+        if lin.ce_excess(W, synth.H, synth.P, synth.pi) < 1e-7:  # solver-tolerance regime
             continue
         assert abs(np.linalg.norm(W) - B) <= 1e-3
         cosv.append(lin.cos(W, Wmm))
@@ -40,7 +40,7 @@ def test_kkt_of_ball_problem(synth, path):
 
 
 def test_matches_cvxpy(synth, path):
-    ref = lin.reg_path_cvxpy(synth.H, synth.P, synth.pi, B_LIST[:2])
+    ref = lin.regularization_path_cvxpy(synth.H, synth.P, synth.pi, B_LIST[:2])
     for Wr, W in zip(ref["W"], path["W"][:2], strict=True):
         assert np.linalg.norm(Wr - W) <= 1e-4 * np.linalg.norm(W)
         ce_ref = lin.ce(Wr, synth.H, synth.P, synth.pi)
@@ -55,4 +55,4 @@ def test_ridge_solution_stationary(toy):
 
 def test_too_large_radius_is_a_typed_error(synth):
     with pytest.raises(SolverError):
-        lin.reg_path(synth.H, synth.P, synth.pi, [200.0])
+        lin.regularization_path(synth.H, synth.P, synth.pi, [200.0])

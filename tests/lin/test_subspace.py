@@ -44,7 +44,9 @@ def test_projection_properties(synth):
     assert np.linalg.norm(F.project(PX) - PX) <= 1e-12 * max(1, np.linalg.norm(PX))
     assert abs(np.vdot(PX, Y) - np.vdot(X, F.project(Y))) <= 1e-12 * np.linalg.norm(X) ** 2
     assert abs(np.vdot(PX, F.project_perp(X))) <= 1e-11
-    assert np.allclose(lin.proj_F(X, synth.H, synth.P) + lin.proj_perp(X, synth.H, synth.P), X)
+    assert np.allclose(
+        lin.project_F(X, synth.H, synth.P) + lin.project_perp(X, synth.H, synth.P), X
+    )
 
 
 def test_W_star_solves_eq4(synth):
@@ -75,14 +77,14 @@ def test_W_star_cross_check_pinv(synth):
     L0 = np.where(S, logp - logp.sum(axis=0) / S.sum(axis=0), 0.0)
     Wp = L0 @ np.linalg.pinv(synth.H)
     W = lin.finite_component(synth.H, synth.P)
-    assert np.linalg.norm(lin.proj_F(Wp, synth.H, synth.P) - W) <= 1e-10
+    assert np.linalg.norm(lin.project_F(Wp, synth.H, synth.P) - W) <= 1e-10
 
 
 def test_gap_along_W_star_plus_gamma_Wmm(synth, synth_pair):
     """Check 11: CE(W* + g W^mm) - H decreases in g with log-slope -> -1, and bound (9)."""
     Ws, Wmm = synth_pair["W_star"], synth_pair["W_mm"]
     gammas = np.arange(0.0, 21.0, 1.0)
-    gaps = np.array([lin.ce_gap(Ws + g * Wmm, synth.H, synth.P, synth.pi) for g in gammas])
+    gaps = np.array([lin.ce_excess(Ws + g * Wmm, synth.H, synth.P, synth.pi) for g in gammas])
     assert np.all(np.diff(gaps) < 0)
     lg = np.log(gaps)
     for g in (6, 10, 14, 18):
@@ -91,7 +93,7 @@ def test_gap_along_W_star_plus_gamma_Wmm(synth, synth_pair):
     M = np.sqrt(2) * np.linalg.norm(synth.H, axis=0).max()
     C = synth.V * np.exp(np.linalg.norm(Ws) * M)
     for R in (1.0, 5.0, 10.0):
-        assert lin.ce_gap(Ws + R * Wmm, synth.H, synth.P, synth.pi) <= C * np.exp(-R)
+        assert lin.ce_excess(Ws + R * Wmm, synth.H, synth.P, synth.pi) <= C * np.exp(-R)
 
 
 def test_incompatible_raises():

@@ -49,7 +49,7 @@ from ntpcore.att.data import (
 from ntpcore.att.dynamics import (
     HEAD_LOSSES,
     AttentionProblem,
-    attention,
+    attention_weights,
     loss_grad,
     make_problem,
     run_descent,
@@ -96,7 +96,7 @@ __all__ = [
     "GraphSVMResult",
     "SCCStructure",
     "Subspaces",
-    "attention",
+    "attention_weights",
     "automaton_predict",
     "build_automaton",
     "cos",

@@ -140,7 +140,7 @@ def _scores(W, P: AttentionProblem) -> NDArray[np.float64]:
     return np.matmul(P.X, u[..., None])[..., 0] + P.bias  # (B, n, T)
 
 
-def attention(W, P: AttentionProblem) -> NDArray[np.float64]:
+def attention_weights(W, P: AttentionProblem) -> NDArray[np.float64]:
     """Attention probabilities ``s`` (B, n, T) (or (S, B, n, T) for a trajectory ``W``)."""
     W = np.asarray(W, dtype=float)
     if W.ndim == 4:  # a recorded trajectory (S, B, d, d)

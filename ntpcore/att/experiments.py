@@ -23,7 +23,7 @@ import numpy as np
 
 from ntpcore.att.automaton import automaton_predict, build_automaton, model_output
 from ntpcore.att.data import AttDataset, sample_dataset, toy_dataset, unit_embeddings
-from ntpcore.att.dynamics import attention, make_problem, run_descent
+from ntpcore.att.dynamics import attention_weights, make_problem, run_descent
 from ntpcore.att.finite import finite_component, reduced_log_loss, subspaces
 from ntpcore.att.linalg import project_onto_spans
 from ntpcore.att.priority import (
@@ -180,7 +180,7 @@ def run_global(cfg: AttGlobalConfig) -> dict:
     )
     perp = W - project_onto_spans(W, BS)
     P_full = make_problem(E, tok, lab)
-    s = attention(W, P_full)  # (S, B, n, T)
+    s = attention_weights(W, P_full)  # (S, B, n, T)
     per_scc = np.einsum("sbnt,bntc->sbnc", s, np.array(onehots))
     lab_scc = np.einsum("sbnt,bnt->sbn", s, np.array(masks))
     loss = losses[:, :B]  # full-data loss of the W runs, recorded during the descent
@@ -292,7 +292,7 @@ def run_local(cfg: AttLocalConfig) -> dict:
     n_local_infeasible = 0
     for a, lo in enumerate(cfg.losses):
         W = trajs[a]  # (S, B, d, d)
-        s_end = attention(W[-1], batch(lo))  # (B, n, T)
+        s_end = attention_weights(W[-1], batch(lo))  # (B, n, T)
         Wsvm_loc, Bfin_loc, Bfin_glob, masks, weights = [], [], [], [], []
         for b, (data, graphs, _, _) in enumerate(trials):
             sel, amb = select_tokens(

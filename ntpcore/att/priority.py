@@ -247,7 +247,7 @@ def cyclic_samples(tokens, labels, structures: Sequence[SCCStructure]) -> NDArra
 
 
 def select_tokens(
-    tokens, attention, K: int, *, c_thres: float = 1e-2, e_thres: float = 9e-3
+    tokens, attention_weights, K: int, *, c_thres: float = 1e-2, e_thres: float = 9e-3
 ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     r"""Tokens selected by a trained attention layer (§2.11).
 
@@ -256,14 +256,14 @@ def select_tokens(
 
     Parameters
     ----------
-    tokens : (n, T) int array; attention : (n, T) array, rows in the simplex.
+    tokens : (n, T) int array; attention_weights : (n, T) array, rows in the simplex.
 
     Returns
     -------
     selected, ambiguous : (n, K) bool arrays.
     """
     tok = np.asarray(tokens, dtype=np.int64)
-    s = np.asarray(attention, dtype=float)
+    s = np.asarray(attention_weights, dtype=float)
     if s.shape != tok.shape:
         raise DataError(f"attention must have the shape of tokens {tok.shape}, got {s.shape}")
     n = tok.shape[0]

@@ -12,7 +12,7 @@ from ntpcore.att import subspaces
 from ntpcore.att.data import random_labels, random_sequences, sample_dataset, unit_embeddings
 from ntpcore.att.dynamics import (
     HEAD_LOSSES,
-    attention,
+    attention_weights,
     loss_grad,
     make_problem,
     run_descent,
@@ -166,7 +166,7 @@ def test_identity_head_equals_explicit_head_matrix():
     torch.testing.assert_close(out, explicit)
     np.testing.assert_allclose(
         attn.detach().numpy(),
-        attention(model.W.detach().numpy()[None], make_problem(E, tok, lab))[0],
+        attention_weights(model.W.detach().numpy()[None], make_problem(E, tok, lab))[0],
         atol=1e-14,
     )
 
@@ -193,5 +193,5 @@ def test_metric_conventions():
     assert cos(A, 2 * A) == pytest.approx(1.0)
     np.testing.assert_allclose(cos(np.stack([A, -A]), A), [1.0, -1.0])
     E, tok, lab, rng = _data(9, T=4, K=6)
-    s = attention(rng.uniform(-1, 1, (1, 8, 8)) / np.sqrt(8), make_problem(E, tok, lab))
+    s = attention_weights(rng.uniform(-1, 1, (1, 8, 8)) / np.sqrt(8), make_problem(E, tok, lab))
     assert np.all(s.max(-1) >= 1 / 4 - 1e-15) and np.all(s.max(-1) <= 1)

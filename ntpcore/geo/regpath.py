@@ -35,8 +35,6 @@ from ntpcore.core.logits import ce_excess_grad, context_weights
 from ntpcore.core.validate import as_float_array, as_prob_matrix
 from ntpcore.errors import DataError, SolverError
 
-__all__ = ["reg_path_cvxpy", "regularization_path"]
-
 
 class _UFM:
     """Objective, gradient and Hessian-vector product of the scaled factorised problem."""

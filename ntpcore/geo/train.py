@@ -48,10 +48,11 @@ from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
 from ntpcore.core.io import atomic_path
+from ntpcore.core.logits import ce_excess, project_F
 from ntpcore.core.optim import log_steps
 from ntpcore.errors import DataError
 from ntpcore.geo.corpus import ContextDataset
-from ntpcore.geo.geometry import ce_excess, finite_logits, project_F
+from ntpcore.geo.logits import finite_logits
 
 MODELS = ("ufm", "transformer", "lstm")
 

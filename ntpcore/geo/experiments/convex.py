@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ntpcore import geo as g
 from ntpcore.errors import DataError
-from ntpcore.geo import geometry as g
 from ntpcore.geo.corpus import ContextDataset, synthetic_dataset, text_dataset
 from ntpcore.pipeline.cache import cached
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from ntpcore import geo as g
 from ntpcore.errors import DataError
-from ntpcore.geo import geometry as g
 from ntpcore.geo import train as gt
 from ntpcore.geo.corpus import ContextDataset, synthetic_dataset, text_dataset
 from ntpcore.pipeline import paths

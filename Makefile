@@ -3,6 +3,7 @@
 #   make book [PROFILE=paper|quick] [JOBS=2]   venv + installs, every notebook, strict book build
 #   make test                                  unit/theory tests, registry checks, nbval
 #   make notebooks | check-book | browser-test | bench | lint | dev | clean | distclean
+#   make book TORCH_INDEX=<url>                torch from that index (default: the CPU build)
 #
 # Note: MPLBACKEND is deliberately not exported (it would leak into the kernels and
 # remove the inline figures from the executed-notebook pages).
@@ -14,25 +15,39 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROFILE ?= paper
 JOBS ?= 2
+# torch: TORCH_SPEC is the requirement, TORCH_INDEX the index pip takes it from.  Left empty,
+# the CPU build is installed: from a local wheel when pip's configuration provides one, else
+# on Linux from the PyTorch CPU index, elsewhere from PyPI (CPU on macOS and Windows).  A
+# CUDA build: TORCH_INDEX=https://download.pytorch.org/whl/cu128 (or https://pypi.org/simple).
 TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 STAMP := $(VENV)/.installed
 TEST_OUT := _build/test
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := 1
 
-.PHONY: help install book notebooks html test unit nbval check-book browser-test bench lint \
+.PHONY: help install book notebooks html test unit nbval golden check-book browser-test bench lint \
         dev clean distclean
 
 help:
-	@sed -n '2,8p' Makefile
+	@sed -n '2,9p' Makefile
 
 install: $(STAMP)
 
-# torch first, from the machine's CPU wheel, so that no resolver ever pulls CUDA wheels.
+# torch first (CPU build unless TORCH_INDEX names another), so that the second install never
+# pulls CUDA wheels.  TORCH_SPEC and TORCH_INDEX are split into separate pip arguments.
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	index='$(TORCH_INDEX)'; \
+	case '$(TORCH_SPEC)' in *--*) ;; *) \
+	  if [ -z "$$index" ] && [ "$$(uname -s)" = Linux ] && ! $(PY) -m pip install --quiet \
+	      --dry-run --no-index --no-deps $(TORCH_SPEC) >/dev/null 2>&1; then \
+	    index='$(TORCH_CPU_INDEX)'; fi;; \
+	esac; \
+	echo "installing $(TORCH_SPEC)$${index:+ from $$index}"; \
+	$(PY) -m pip install --quiet $(TORCH_SPEC) $${index:+--index-url "$$index"}
 	$(PY) -m pip install --quiet -c requirements/constraints.txt -e ".[book,test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ntp-companion)" >/dev/null
 	touch $@
@@ -49,7 +64,8 @@ book: notebooks html
 
 # Tests: pytest (unit, theory, oracle, registry lint), then every registered notebook in the
 # quick profile into _build/test (so the book's own figures are untouched), then nbval on
-# those executed copies, comparing the cells tagged nbval-check-output.
+# those executed copies, comparing the cells tagged nbval-check-output with the golden
+# outputs kept in tests/golden/ (not with the run's own).
 test: unit nbval
 
 unit: $(STAMP)
@@ -59,8 +75,17 @@ nbval: $(STAMP)
 	mkdir -p $(TEST_OUT)
 	NTP_FIGURE_DIR=$(TEST_OUT)/figures NTP_EXECUTED_DIR=$(TEST_OUT)/executed \
 	  $(PY) -m ntpcore.reproduce --profile quick --jobs $(JOBS)
+	$(PY) -m ntpcore.pipeline.golden inject $(TEST_OUT)/executed $(TEST_OUT)/nbval
 	NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
-	  --nbval-lax --nbval-current-env --nbval-cell-timeout=600 -q $(TEST_OUT)/executed
+	  --nbval-lax --nbval-current-env --nbval-cell-timeout=600 -q $(TEST_OUT)/nbval
+
+# Golden outputs (tests/golden/): the reference text nbval compares the tagged cells with.
+# Update only deliberately, after reading the diff: make golden && git diff tests/golden
+golden: $(STAMP)
+	mkdir -p $(TEST_OUT)
+	NTP_FIGURE_DIR=$(TEST_OUT)/figures NTP_EXECUTED_DIR=$(TEST_OUT)/executed \
+	  $(PY) -m ntpcore.reproduce --profile quick --jobs $(JOBS)
+	$(PY) -m ntpcore.pipeline.golden update $(TEST_OUT)/executed
 
 # Strict nbval: every text output of the book's executed notebooks must reproduce.
 check-book: $(STAMP)

@@ -1,0 +1,213 @@
+"""Numbers and claims in the book, read from the runs that produced them.
+
+Role ``{ntpval}`<fig-id>:<key>[|<format>]```
+    Pastes a measured number from the provenance sidecar of a figure
+    (``book/figures/<fig-id>.json``): ``<key>`` is a key of the sidecar's ``metrics``
+    (e.g. ``{ntpval}`lin-ngd-adam:adam_ce_gap|.1e```), or ``claim:<slug>`` for the measured
+    value of one of the figure's claims.  ``<format>`` is a Python format spec (default
+    ``.3g``).  A number from a quick-profile run is marked *(quick)*; every number carries
+    a tooltip naming the figure and the profile.  A missing figure, metric or claim is a
+    build warning, i.e. an error under ``-W``: the book never shows a number that no run made.
+
+Directive ``{ntp-claims}``
+    The claims ledger as tables: with ``:paper: lin`` one table of that paper's claims
+    (claim, source in the paper, the paper's number, ours, comparison, status, figure),
+    without options the summary line over all figures.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective, SphinxRole
+
+from ntpcore.pipeline import paths
+from ntpcore.pipeline.registry import load_registry
+
+logger = logging.getLogger(__name__)
+PAPERS = {"lin": "Linear models", "geo": "Implicit geometry", "att": "Self-attention"}
+STATUS_WORDS = {"pass": "holds", "fail": "**does not hold**", "not-evaluated": "not evaluated"}
+
+
+def _sidecar_path(fig_id: str) -> Path:
+    return paths.figure_dir() / f"{fig_id}.json"
+
+
+def _load(fig_id: str) -> dict | None:
+    path = _sidecar_path(fig_id)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _lookup(side: dict, key: str) -> object:
+    if key.startswith("claim:"):
+        slug = key.removeprefix("claim:")
+        for c in side.get("claims") or []:
+            if c["id"].split(":", 1)[-1] == slug:
+                if c["status"] == "not-evaluated":
+                    raise KeyError(f"claim {slug!r} was not evaluated in this profile")
+                return c["measured"]
+        raise KeyError(f"no claim {slug!r}")
+    metrics = side.get("metrics") or {}
+    if key in metrics:
+        return metrics[key]
+    value: object = metrics
+    for part in key.split("."):  # nested metrics: a.b.c
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(f"no metric {key!r}")
+        value = value[part]
+    return value
+
+
+def format_value(value: object, spec: str) -> str:
+    """A measured value as the book prints it (scientific notation typeset as x·10^k)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    text = format(value, spec)
+    if "e" in text:
+        mant, exp = text.split("e")
+        return f"{mant}·10{_superscript(int(exp))}"
+    return text
+
+
+def _superscript(k: int) -> str:
+    return str(k).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
+
+class NTPVal(SphinxRole):
+    def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
+        text, _, spec = self.text.partition("|")
+        fig_id, sep, key = text.strip().partition(":")
+        spec = spec.strip() or ".3g"
+        problem = None
+        if not sep or not key:
+            problem = f"ntpval: expected <fig-id>:<key>, got {self.text!r}"
+        elif fig_id not in load_registry():
+            problem = f"ntpval: {fig_id!r} is not in figures.yml"
+        side = _load(fig_id) if problem is None else None
+        if problem is None and side is None:
+            problem = f"ntpval: {fig_id} has not been generated (python -m ntpcore.reproduce)"
+        if problem is None:
+            self.env.note_dependency(str(_sidecar_path(fig_id)))
+            try:
+                value = _lookup(side, key)
+                shown = format_value(value, spec)
+            except (KeyError, ValueError, TypeError) as exc:
+                problem = f"ntpval: {fig_id}: {exc.args[0] if exc.args else exc}"
+        if problem is not None:
+            logger.warning(problem, location=self.get_location())
+            return [nodes.inline(self.text, "??", classes=["ntpval-missing"])], []
+        profile = side.get("profile", "?")
+        node = nodes.abbreviation(
+            shown,
+            shown,
+            explanation=f"measured by {fig_id} ({profile} profile)",
+            classes=["ntpval", f"ntpval-{profile}"],
+        )
+        out: list[nodes.Node] = [node]
+        if profile != "paper":
+            out.append(nodes.emphasis(" (quick)", " (quick)", classes=["ntpval-quick"]))
+        return out, []
+
+
+def all_claims() -> list[dict]:
+    """Every claim of every registered figure that has a sidecar, in registry order."""
+    out = []
+    for fig_id, entry in load_registry().items():
+        side = _load(fig_id)
+        for c in (side or {}).get("claims") or []:
+            out.append({**c, "paper_key": entry.paper, "profile": side.get("profile")})
+    return out
+
+
+def summary_line(claims: list[dict]) -> str:
+    n = {s: sum(c["status"] == s for c in claims) for s in STATUS_WORDS}
+    profiles = sorted({c["profile"] for c in claims}) or ["-"]
+    return (
+        f"**{len(claims)} claims: {n['pass']} hold, {n['fail']} do not, "
+        f"{n['not-evaluated']} not evaluated in this profile** "
+        f"(profile of the runs: {', '.join(profiles)})."
+    )
+
+
+def _cell(x: object) -> str:
+    if x is None:
+        return "—"
+    return format_value(x, ".4g") if isinstance(x, int | float) else str(x)
+
+
+class NTPClaims(SphinxDirective):
+    has_content = False
+    option_spec = {"paper": lambda s: s.strip()}
+
+    def _parse(self, text: str) -> list[nodes.Node]:
+        container = nodes.container()
+        self.state.nested_parse(
+            StringList(text.splitlines(), source=self.env.docname), self.content_offset, container
+        )
+        return container.children
+
+    def run(self) -> list[nodes.Node]:
+        for fig_id in load_registry():
+            self.env.note_dependency(str(_sidecar_path(fig_id)))
+        claims = all_claims()
+        paper = self.options.get("paper")
+        if paper is None:
+            return self._parse(summary_line(claims))
+        if paper not in PAPERS:
+            logger.warning("ntp-claims: unknown paper %r", paper, location=self.get_location())
+            return []
+        rows = [c for c in claims if c["paper_key"] == paper]
+        if not rows:
+            return self._parse(":::{note}\nNo figure of this paper has been run yet.\n:::")
+        lines = [
+            summary_line(rows),
+            "",
+            ":::{list-table}",
+            ":header-rows: 1",
+            ":class: ntp-claims",
+            "",
+        ]
+        header = ["claim", "source", "paper", "ours", "must be", "status", "figure"]
+        for row in [header, *(self._row(c) for c in rows)]:
+            lines.append(f"* - {row[0]}")
+            lines.extend(f"  - {cell}" for cell in row[1:])
+        lines.append(":::")
+        return self._parse("\n".join(lines))
+
+    @staticmethod
+    def _row(c: dict) -> list[str]:
+        paper = _cell(c.get("paper"))
+        if c.get("paper_source"):
+            paper += f" {c['paper_source']}"
+        ours = "—" if c["status"] == "not-evaluated" else _cell(c.get("measured"))
+        if c.get("reference") is not None:
+            ours += f"; reference {_cell(c['reference'])} ({c['reference_source']})"
+        status = STATUS_WORDS[c["status"]]
+        if c.get("note"):
+            status += f": {c['note']}"
+        if c["status"] == "not-evaluated":
+            status += " (needs the paper profile)"
+        fig_id = c["fig_id"]
+        statement = " ".join(str(c["statement"]).split())
+        return [
+            statement,
+            c["source"],
+            paper,
+            ours,
+            c["expect"],
+            status,
+            f"{{doc}}`{fig_id} </book/executed/{fig_id}>`",
+        ]
+
+
+def setup(app):
+    app.add_role("ntpval", NTPVal())
+    app.add_directive("ntp-claims", NTPClaims)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -4,6 +4,7 @@ for reading; every claim lands in the sidecar with both numbers."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import nbformat
@@ -152,3 +153,17 @@ def test_runner_publishes_a_figure_whose_claims_hold(tmp_path, monkeypatch):
     sidecar = json.loads((tmp_path / "figures" / "lin-claimtest.json").read_text())
     assert [c["status"] for c in sidecar["claims"]] == ["pass", "pass"]
     assert not (tmp_path / "figures" / "lin-claimtest.claims.json").exists()
+
+
+def test_a_stated_deviation_is_shown_but_does_not_fail_the_run(tmp_path, monkeypatch):
+    body = BODY.replace(
+        'paper=0.0, paper_source="[lin, Sec. 2]")',
+        'paper=0.0, paper_source="[lin, Sec. 2]",\n'
+        '             known_deviation="our toy draw differs from the paper\'s")',
+    )
+    monkeypatch.setattr(sys.modules[__name__], "BODY", body)
+    outcome = _run(tmp_path, monkeypatch, "0.05")
+    assert outcome.ok, outcome.message
+    sidecar = json.loads((tmp_path / "figures" / "lin-claimtest.json").read_text())
+    broken = sidecar["claims"][1]
+    assert broken["status"] == "fail" and broken["known_deviation"].startswith("our toy")

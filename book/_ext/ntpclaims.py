@@ -190,6 +190,8 @@ class NTPClaims(SphinxDirective):
         if c.get("reference") is not None:
             ours += f"; reference {_cell(c['reference'])} ({c['reference_source']})"
         status = STATUS_WORDS[c["status"]]
+        if c["status"] == "fail" and c.get("known_deviation"):
+            status += f" (known deviation: {c['known_deviation']})"
         if c.get("note"):
             status += f": {c['note']}"
         if c["status"] == "not-evaluated":

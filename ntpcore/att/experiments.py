@@ -21,7 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ntpcore.att.automaton import automaton_predict, build_automaton, model_output
+from ntpcore.att.automaton import (
+    automaton_predict,
+    build_automaton,
+    model_output,
+    total_variation,
+)
 from ntpcore.att.data import AttDataset, sample_dataset, toy_dataset, unit_embeddings
 from ntpcore.att.dynamics import attention_weights, make_problem, run_descent
 from ntpcore.att.finite import finite_component, reduced_log_loss, subspaces
@@ -47,6 +52,8 @@ __all__ = [
     "AttLocalConfig",
     "AttRegPathConfig",
     "AttSCCStatsConfig",
+    "FeasibleTrial",
+    "describe_playground",
     "model_output_batch",
     "playground_state",
     "run_conceptual",
@@ -54,6 +61,7 @@ __all__ = [
     "run_local",
     "run_reg_path",
     "run_scc_stats",
+    "sample_feasible_trial",
     "trial_rngs",
 ]
 
@@ -63,17 +71,36 @@ def trial_rngs(seed: int, n_trials: int) -> list[np.random.Generator]:
     return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n_trials)]
 
 
-def _feasible_trial(rng, n, T, K, d, graph):
-    """Draw a dataset satisfying the graph condition with a feasible Graph-SVM.
+@dataclass(frozen=True)
+class FeasibleTrial:
+    """A random dataset whose Graph-SVM is feasible, with its TPGs and W^svm."""
 
-    Returns the dataset, its TPGs, W^svm and the number of infeasible embedding draws."""
+    data: AttDataset  # tokens, labels, embeddings (and draws rejected by the graph condition)
+    graphs: list  # the K token-priority graphs G^(k)
+    W_svm: np.ndarray  # (d, d) Graph-SVM direction
+    n_infeasible: int  # embedding draws discarded because the Graph-SVM was infeasible
+
+
+def sample_feasible_trial(
+    rng: np.random.Generator, n: int, T: int, K: int, d: int, graph: str
+) -> FeasibleTrial:
+    """Draw a dataset satisfying the graph condition ``graph`` with a feasible Graph-SVM.
+
+    Tokens and labels come from :func:`ntpcore.att.data.sample_dataset`; while the Graph-SVM of
+    their TPGs is infeasible (typical only when K > d: dependent embeddings) the embeddings are
+    redrawn, and each such draw is counted in ``n_infeasible``.
+
+    Raises
+    ------
+    InfeasibleError  after 1000 infeasible embedding draws in a row.
+    """
     data = sample_dataset(rng, n, T, K, d, graph=graph)
     graphs = token_priority_graphs(data.tokens, data.labels, K)
     for n_inf in range(1000):
         try:
             W_svm = graph_svm_from_graphs(data.E, graphs).W
-            return data, graphs, W_svm, n_inf
-        except InfeasibleError:  # counted; a new embedding draw (typical only when K > d)
+            return FeasibleTrial(data, graphs, W_svm, n_inf)
+        except InfeasibleError:  # counted; a new embedding draw
             data = AttDataset(unit_embeddings(rng, K, d), data.tokens, data.labels, data.n_rejected)
     raise InfeasibleError(f"1000 infeasible embedding draws in a row (K={K}, d={d})")
 
@@ -129,9 +156,10 @@ def run_global(cfg: AttGlobalConfig) -> dict:
     n_rej = n_inf = 0
     n_cyc, dim_fin, onehots = [], [], []
     for rng in trial_rngs(cfg.seed, cfg.n_trials):
-        data, graphs, W_svm, ninf = _feasible_trial(rng, n, T, K, d, cfg.graph)
+        ft = sample_feasible_trial(rng, n, T, K, d, cfg.graph)
+        data, graphs, W_svm = ft.data, ft.graphs, ft.W_svm
         n_rej += data.n_rejected
-        n_inf += ninf
+        n_inf += ft.n_infeasible
         E, tok, lab = data.E, data.tokens, data.labels
         structures = scc_structures(graphs)
         sub = subspaces(E, tok, lab, graphs=graphs)
@@ -259,11 +287,11 @@ def run_local(cfg: AttLocalConfig) -> dict:
     nL, B = len(cfg.losses), cfg.n_trials
     trials, n_rej, n_inf = [], 0, 0
     for rng in trial_rngs(cfg.seed, B):
-        data, graphs, W_svm, ninf = _feasible_trial(rng, n, T, K, d, "cyclic")
-        n_rej += data.n_rejected
-        n_inf += ninf
+        ft = sample_feasible_trial(rng, n, T, K, d, "cyclic")
+        n_rej += ft.data.n_rejected
+        n_inf += ft.n_infeasible
         W0 = rng.uniform(-1.0, 1.0, (d, d)) / np.sqrt(d)
-        trials.append((data, graphs, W_svm, W0))
+        trials.append((ft.data, ft.graphs, ft.W_svm, W0))
     E = np.array([t[0].E for t in trials])
     tok = np.array([t[0].tokens for t in trials])
     lab = np.array([t[0].labels for t in trials])
@@ -372,9 +400,10 @@ def run_reg_path(cfg: AttRegPathConfig) -> dict:
     c, f, nrm = (np.zeros((cfg.n_trials, len(radii))) for _ in range(3))
     n_rej = n_inf = 0
     for r, rng in enumerate(trial_rngs(cfg.seed, cfg.n_trials)):
-        data, graphs, W_svm, ninf = _feasible_trial(rng, n, T, K, d, "cyclic")
+        ft = sample_feasible_trial(rng, n, T, K, d, "cyclic")
+        data, graphs, W_svm = ft.data, ft.graphs, ft.W_svm
         n_rej += data.n_rejected
-        n_inf += ninf
+        n_inf += ft.n_infeasible
         W_fin = finite_component(data.E, data.tokens, data.labels, graphs=graphs)
         B_fin = subspaces(data.E, data.tokens, data.labels, graphs=graphs).S_fin
         WR = regularization_path(data.E, data.tokens, data.labels, radii)
@@ -549,3 +578,19 @@ def playground_state(
     else:
         data = toy_dataset(dataset)
     return _automaton_state(data, tuple(int(t) for t in test_sequence), n_steps, step_size, seed)
+
+
+def describe_playground(state: dict) -> str:
+    """Text summary of a :func:`playground_state`: retrieval status and margin, the W^svm scores
+    of the tokens of X, automaton and model outputs, their total variation, and the warnings."""
+    seq = state["test_sequence"].tolist()
+    lines = [
+        f"X = {seq}, last token k = {state['k']}: retrieval {state['status']}, "
+        f"retrieved {state['retrieved'].tolist()}, margin {state['margin']:.3g}",
+        f"  W_svm scores: { {int(j): round(float(state['svm_scores'][j]), 3) for j in set(seq)} }",
+        f"  automaton: {np.round(state['composition'], 3).tolist()}",
+        f"  model    : {np.round(state['model'], 3).tolist()}",
+        f"  TV(model, automaton) = {total_variation(state['model'], state['composition']):.3f}",
+    ]
+    lines += [f"  warning: {note}" for note in filter(None, state["notes"].split(" | "))]
+    return "\n".join(lines)

@@ -4,23 +4,37 @@ by the conceptual figure and the playground."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import networkx as nx
 import numpy as np
 from matplotlib.axes import Axes
 
 from ntpcore.pipeline.plotting import COLORS
 
-__all__ = ["band", "draw_automaton", "draw_condensation", "draw_tpg", "fmt_exact", "scc_colors"]
+__all__ = [
+    "band",
+    "draw_automaton",
+    "draw_condensation",
+    "draw_tpg",
+    "fmt_exact",
+    "scc_colors",
+    "small_fraction",
+]
 
 GREY = "#BBBBBB"
 
 
+def small_fraction(x: float, max_den: int = 12) -> Fraction | None:
+    """``x`` as a fraction with denominator <= ``max_den`` when it is one (to 1e-9), else None."""
+    f = Fraction(float(x)).limit_denominator(max_den)
+    return f if abs(float(f) - x) < 1e-9 else None
+
+
 def fmt_exact(x: float, *, signed: bool = False, max_den: int = 12) -> str:
     """A number as a small fraction when it is one (to 1e-9), else with 3 significant digits."""
-    from fractions import Fraction
-
-    f = Fraction(float(x)).limit_denominator(max_den)
-    if abs(float(f) - x) < 1e-9:
+    f = small_fraction(x, max_den)
+    if f is not None:
         txt = str(f)
         return ("+" + txt) if signed and f > 0 else txt
     return f"{x:+.3g}" if signed else f"{x:.3g}"

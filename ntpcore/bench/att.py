@@ -101,7 +101,7 @@ def baseline_cyclic_torch(n_trials: int = 2, n_steps: int = 4000) -> dict:
     """The cyclic protocol the usual way (torch autograd, trials in sequence, cvxpy SVM)."""
     import torch
 
-    from ntpcore.att.experiments import _feasible_trial, trial_rngs
+    from ntpcore.att.experiments import sample_feasible_trial, trial_rngs
     from ntpcore.att.oracle import OneLayerAttention, attention_loss
     from ntpcore.att.priority import reduced_position_mask, scc_structures
     from ntpcore.att.svm import graph_svm_cvxpy
@@ -109,7 +109,8 @@ def baseline_cyclic_torch(n_trials: int = 2, n_steps: int = 4000) -> dict:
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     for rng in trial_rngs(0, n_trials):
-        data, graphs, _, _ = _feasible_trial(rng, 6, 4, 6, 8, "cyclic")
+        trial = sample_feasible_trial(rng, 6, 4, 6, 8, "cyclic")
+        data, graphs = trial.data, trial.graphs
         graph_svm_cvxpy(data.E, data.tokens, data.labels, tight=False)
         tok = torch.as_tensor(data.tokens)
         lab = torch.as_tensor(data.labels)

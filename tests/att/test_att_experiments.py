@@ -3,6 +3,8 @@ spec §5.14–5.17 and §5.21, checked on the cached library functions run uncac
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -99,3 +101,25 @@ def test_seeds_are_reproducible_and_trials_independent():
     np.testing.assert_array_equal(a["corr_svm"], b["corr_svm"])
     c = att.run_global.__wrapped__(att.AttGlobalConfig(n_trials=3, n_steps=50))
     np.testing.assert_array_equal(c["corr_svm"][:2], a["corr_svm"])  # spawned child seeds
+
+
+@pytest.mark.parametrize("graph", ["cyclic", "acyclic"])
+def test_sample_feasible_trial(graph):
+    """The draw meets the graph condition, its W^svm is the Graph-SVM of its own data, and
+    infeasible draws are counted (none when K <= d)."""
+    from ntpcore.att import graph_svm, is_acyclic, scc_structures
+
+    t = att.sample_feasible_trial(np.random.default_rng(3), 6, 4, 6, 8, graph)
+    assert is_acyclic(scc_structures(t.graphs)) == (graph == "acyclic")
+    np.testing.assert_allclose(
+        t.W_svm, graph_svm(t.data.E, t.data.tokens, t.data.labels), atol=1e-10
+    )
+    assert t.n_infeasible == 0 and t.data.n_rejected >= 0
+
+
+def test_small_fraction_and_fmt_exact():
+    from ntpcore.att.plots import fmt_exact, small_fraction
+
+    assert small_fraction(2 / 3) == Fraction(2, 3) and small_fraction(-1.0) == -1
+    assert small_fraction(np.log(2)) is None
+    assert fmt_exact(1 / 3, signed=True) == "+1/3" and fmt_exact(np.log(2)) == "0.693"

@@ -122,3 +122,16 @@ def test_local_tpg_from_attention_masses():
     assert set(g2.edges) == {(1, 0), (1, 3)}
     s = scc_structure(g)
     assert s.same(0, 1) and s.higher(0, 2) and not s.comparable(2, 3)
+
+
+def test_tpg_of_the_shared_last_token_pools_every_sample():
+    """When every sequence ends in the same token k (the conceptual toy: k = 5), G^(k) holds
+    the edges y_i -> j of all samples and every other TPG is empty."""
+    d = toy_dataset("conceptual")
+    graphs = token_priority_graphs(d.tokens, d.labels, d.K)
+    pooled = {
+        (int(y), int(j)) for s, y in zip(d.tokens, d.labels, strict=True) for j in s if j != y
+    }
+    assert set(graphs[5].edges) == pooled
+    assert sorted(graphs[5].nodes) == list(range(d.K))
+    assert all(graphs[k].number_of_edges() == 0 for k in range(d.K) if k != 5)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ntpcore.core import logits
 from ntpcore.core.logits import ce_grad_unchecked, ce_unchecked, log_softmax, softmax
 from ntpcore.core.validate import as_float_array
 from ntpcore.lin.data import check_data
@@ -68,9 +69,13 @@ def kl_terms(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
 
 
 def ce_excess(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
-    r""":math:`\mathrm{CE}(W) - H = \sum_j\hat\pi_j\mathrm{KL}_j` computed without cancellation."""
+    r""":math:`\mathrm{CE}(W) - \mathcal H = \sum_j\hat\pi_j\mathrm{KL}_j`, without cancellation.
+
+    The excess of the logits :math:`W\bar H` (:func:`ntpcore.core.logits.ce_excess`).
+    """
     H, P, pi = check_data(H, P, pi)
-    return float(pi @ kl_terms(W, H, P))
+    W = _check_W(W, P.shape[0], H.shape[0])
+    return logits.ce_excess(W @ H, P, pi)
 
 
 def ce_F(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ntpcore.core.logits import ce_excess
 from ntpcore.core.metrics import cos
 from ntpcore.core.optim import Trajectory, init_weights, train
 from ntpcore.lin.data import NTPData, check_data
@@ -61,14 +62,9 @@ def train_metrics(
     """
     H, P, pi = check_data(H, P, pi)
     ns = float(np.linalg.norm(W_star))
-    S = P > 0
-    logP = np.log(np.where(S, P, 1.0))
 
     def metrics(W: Array) -> dict[str, float]:
-        L = W @ H
-        mx = L.max(axis=0)
-        lq = L - (mx + np.log(np.exp(L - mx).sum(axis=0)))
-        gap = float(pi @ np.where(S, P * (logP - lq), 0.0).sum(axis=0))
+        gap = ce_excess(W @ H, P, pi)  # CE - H without cancellation
         WF = F.project(W)
         Wp = W - WF
         dist = float(np.linalg.norm(WF - W_star))

@@ -107,7 +107,7 @@ def _lin_fast(inst):
 
 
 def _lin_generic(inst, solver: str):
-    from ntpcore.lin.svm import svm_cvxpy
+    from ntpcore.lin.svm_reference import svm_cvxpy
 
     H, S = inst
     return svm_cvxpy(H, S, solver=solver).W_mm

@@ -12,7 +12,9 @@ This module is the paper's public face; the mathematics lives in
 * :mod:`ntpcore.lin.data`      training sets, the toy of Figs. 1-2, the synthetic set of A.2
 * :mod:`ntpcore.lin.loss`      CE (eq. 2), its gradient and Hessian, CE_F (eq. 12), CE - H
 * :mod:`ntpcore.lin.subspace`  the subspace F (eq. 5), projections, W* (Def. 1, eq. 4)
-* :mod:`ntpcore.lin.svm`       the NTP-SVM (Def. 3) and its solver dispatch
+* :mod:`ntpcore.lin.separability`  NTP-separability (Def. 2) by an LP
+* :mod:`ntpcore.lin.svm`       the NTP-SVM (Def. 3) and its solver dispatch; its solvers in
+  :mod:`ntpcore.lin.svm_reference` (cvxpy) and :mod:`ntpcore.lin.dual` (dual QP)
 * :mod:`ntpcore.lin.regpath`   the regularization path (eq. 8, Theorem 1)
 * :mod:`ntpcore.lin.training`  GD / NGD / Adam and the metrics of Theorem 2
 """
@@ -43,6 +45,7 @@ from ntpcore.lin.loss import (
     smoothness_bound,
 )
 from ntpcore.lin.regpath import regularization_path, regularization_path_cvxpy, ridge_solution
+from ntpcore.lin.separability import is_ntp_separable, separability_lp
 from ntpcore.lin.subspace import (
     DataSubspace,
     data_subspace,
@@ -53,14 +56,7 @@ from ntpcore.lin.subspace import (
     project_perp,
     row_space_projector,
 )
-from ntpcore.lin.svm import (
-    SVMResult,
-    is_ntp_separable,
-    margins,
-    ntp_svm,
-    ntp_svm_solve,
-    separability_lp,
-)
+from ntpcore.lin.svm import SVMResult, margins, ntp_svm, ntp_svm_solve
 from ntpcore.lin.training import solution_pair, train_metrics, train_ntp
 
 __all__ = [

@@ -8,7 +8,8 @@ from scipy.special import comb
 
 from ntpcore import lin
 from ntpcore.errors import InfeasibleError
-from ntpcore.lin.svm import svm_cvxpy, svm_dual
+from ntpcore.lin.dual import svm_dual
+from ntpcore.lin.svm_reference import svm_cvxpy
 
 pytestmark = pytest.mark.theory
 

@@ -12,14 +12,9 @@ import pytest
 
 from ntpcore import lin
 from ntpcore.errors import InfeasibleError
-from ntpcore.lin.svm import (
-    _check_infeasible,
-    _project_column,
-    separability_lp,
-    svm_cvxpy,
-    svm_dual,
-    svm_dual_cd,
-)
+from ntpcore.lin.dual import project_column, svm_dual, svm_dual_cd
+from ntpcore.lin.separability import infeasibility_bound, separability_lp
+from ntpcore.lin.svm_reference import svm_cvxpy
 
 pytestmark = pytest.mark.theory
 
@@ -49,7 +44,7 @@ def test_project_column_kkt():
         ins = rng.random(n) < 0.4
         ins[rng.integers(n)] = True
         y = rng.standard_normal(n) * 3
-        x, tau = _project_column(y, ins)
+        x, tau = project_column(y, ins)
         assert abs(x.sum()) <= 1e-12 * max(1.0, np.abs(y).sum())
         assert np.all(x[~ins] <= 0)
         assert np.allclose(x[ins], y[ins] - tau)  # free entries: shifted by the multiplier
@@ -152,5 +147,5 @@ def test_certificate_not_issued_when_separable():
     """On separable data the certificate test never proves a large norm bound."""
     H, S = _sparse_instance(20, 12, 40, 2, 1)
     res = svm_dual_cd(H, S)
-    cert = _check_infeasible(res.C, H, S, ~S)
+    cert = infeasibility_bound(res.C, H, S, ~S)
     assert cert["norm_lower_bound"] <= res.norm * (1 + 1e-9)

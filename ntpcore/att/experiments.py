@@ -53,7 +53,11 @@ __all__ = [
     "AttRegPathConfig",
     "AttSCCStatsConfig",
     "FeasibleTrial",
+    "GlobalTrial",
+    "descend_global",
     "describe_playground",
+    "draw_global_trial",
+    "measure_global",
     "model_output_batch",
     "playground_state",
     "run_conceptual",
@@ -134,6 +138,136 @@ class AttGlobalConfig:
     n_steps: int = 4000  # iterations
 
 
+@dataclass(frozen=True)
+class GlobalTrial:
+    """One trial of the global experiment: data, initialisation and the theory's limits."""
+
+    E: np.ndarray  # (K, d) embeddings
+    tokens: np.ndarray  # (n, T) token ids
+    labels: np.ndarray  # (n,)
+    W0: np.ndarray  # (d, d) initialisation of the W run
+    W_svm: np.ndarray  # (d, d) Graph-SVM direction
+    W_fin: np.ndarray  # (d, d) finite component
+    B_S: np.ndarray  # (r, d*d) basis of the edge span S
+    B_fin: np.ndarray  # (r_fin, d*d) basis of S_fin
+    mask: np.ndarray  # (n, T) reduced positions (label's SCC)
+    weight: np.ndarray  # (n,) reduced-loss weights: 1/n on cyclic samples, 0 elsewhere
+    L_star: float  # L_fin(W^fin) = inf L
+    n_cyclic: int  # cyclic samples
+    scc_onehot: np.ndarray  # (n, T, K) SCC of each position's token in G^(k_i)
+    n_rejected: int  # token/label draws rejected by the graph condition
+    n_infeasible: int  # infeasible Graph-SVM embedding draws
+
+
+def draw_global_trial(rng: np.random.Generator, cfg: AttGlobalConfig) -> GlobalTrial:
+    """Draw one trial's data (:func:`sample_feasible_trial`) and W(0), and compute W^svm,
+    W^fin, the subspaces, the reduced sequences and L* of the convergence theorem."""
+    n, T, K, d = cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim
+    ft = sample_feasible_trial(rng, n, T, K, d, cfg.graph)
+    E, tok, lab = ft.data.E, ft.data.tokens, ft.data.labels
+    structures = scc_structures(ft.graphs)
+    sub = subspaces(E, tok, lab, graphs=ft.graphs)
+    W_fin = finite_component(E, tok, lab, graphs=ft.graphs)
+    cyc = cyclic_samples(tok, lab, structures)
+    # W(0): i.i.d. U(-1/sqrt(d), 1/sqrt(d)), the PyTorch nn.Linear default of the paper.
+    W0 = rng.uniform(-1.0, 1.0, (d, d)) / np.sqrt(d)
+    return GlobalTrial(
+        E=E,
+        tokens=tok,
+        labels=lab,
+        W0=W0,
+        W_svm=ft.W_svm,
+        W_fin=W_fin,
+        B_S=sub.S,
+        B_fin=sub.S_fin,
+        mask=reduced_position_mask(tok, lab, structures),
+        weight=np.where(cyc, 1.0 / n, 0.0),  # reduced loss: cyclic samples, / full n
+        L_star=reduced_log_loss(W_fin, E, tok, lab),
+        n_cyclic=int(cyc.sum()),
+        scc_onehot=_scc_onehot(tok, structures),
+        n_rejected=ft.data.n_rejected,
+        n_infeasible=ft.n_infeasible,
+    )
+
+
+def _stack(trials: list[GlobalTrial], name: str) -> np.ndarray:
+    """Field ``name`` of every trial stacked on a leading trial axis."""
+    return np.array([getattr(t, name) for t in trials])
+
+
+def descend_global(trials: list[GlobalTrial], cfg: AttGlobalConfig):
+    """The W runs (from W(0), full data) and the reduced runs (from 0, reduced data) of all
+    trials as one batched descent (NGD, or plain GD recorded at ~200 log-spaced steps).
+
+    Returns
+    -------
+    steps : (S,);  W, W_red : (S, B, d, d) the full and the reduced runs;
+    losses : (S, B) full-data loss of the W runs;  loop_seconds : float.
+    """
+    B = len(trials)
+    E, tok, lab = _stack(trials, "E"), _stack(trials, "tokens"), _stack(trials, "labels")
+    n, d = tok.shape[1], E.shape[-1]
+    P = make_problem(
+        np.concatenate([E, E]),
+        np.concatenate([tok, tok]),
+        np.concatenate([lab, lab]),
+        mask=np.concatenate([np.ones_like(tok, bool), _stack(trials, "mask")]),
+        sample_weight=np.concatenate([np.full((B, n), 1.0 / n), _stack(trials, "weight")]),
+    )
+    W0 = np.concatenate([_stack(trials, "W0"), np.zeros((B, d, d))])
+    record = None if cfg.optimizer == "ngd" else log_steps(cfg.n_steps, 200)
+    t_loop = time.perf_counter()
+    steps, traj, losses = run_descent(
+        W0,
+        P,
+        eta=cfg.step_size,
+        n_steps=cfg.n_steps,
+        normalized=cfg.optimizer == "ngd",
+        record=record,
+        return_loss=True,
+    )
+    t_loop = time.perf_counter() - t_loop
+    return steps, traj[:, :B], traj[:, B:], losses[:, :B], t_loop
+
+
+def measure_global(trials: list[GlobalTrial], W, W_red, loss) -> dict:
+    """Metrics of :func:`run_global` from the trajectories (vectorised over steps and trials)."""
+    Wsvm, Wfin = _stack(trials, "W_svm"), _stack(trials, "W_fin")
+    PW = project_onto_spans(W, [t.B_fin for t in trials])  # Π_Sfin W(τ)
+    svm_sq = np.sum(Wsvm**2, axis=(-2, -1))
+    R = np.divide(
+        np.sum((W[-1] - Wfin) * Wsvm, axis=(-2, -1)),
+        svm_sq,
+        out=np.zeros(len(trials)),
+        where=svm_sq > 0,
+    )
+    perp = W - project_onto_spans(W, [t.B_S for t in trials])
+    P_full = make_problem(_stack(trials, "E"), _stack(trials, "tokens"), _stack(trials, "labels"))
+    s = attention_weights(W, P_full)  # (S, B, n, T)
+    per_scc = np.einsum("sbnt,bntc->sbnc", s, _stack(trials, "scc_onehot"))
+    lab_scc = np.einsum("sbnt,bnt->sbn", s, _stack(trials, "mask"))
+    Lstar = _stack(trials, "L_star")
+    return {
+        "corr_svm": cos(W, Wsvm).T,
+        "corr_full": cos(W, Wfin + R[:, None, None] * Wsvm).T,
+        "proj_corr": cos(Wsvm, W - PW).T,
+        "norm_diff": np.linalg.norm(PW - W_red, axis=(-2, -1)).T,
+        "fin_err": np.linalg.norm(PW - Wfin, axis=(-2, -1)).T,
+        "attn_best": per_scc.max(axis=-1).mean(axis=-1).T,
+        "attn_label": lab_scc.mean(axis=-1).T,
+        "loss": loss.T,
+        "loss_gap": (loss - Lstar).T,
+        "W_norm": np.linalg.norm(W, axis=(-2, -1)).T,
+        "perp_drift": np.linalg.norm(perp - perp[:1], axis=(-2, -1)).T,
+        "L_star": Lstar,
+        "R": R,
+        "W_svm_norm": np.sqrt(svm_sq),
+        "W_fin_norm": np.linalg.norm(Wfin, axis=(-2, -1)),
+        "n_cyclic_samples": _stack(trials, "n_cyclic"),
+        "dim_S_fin": np.array([t.B_fin.shape[0] for t in trials]),
+    }
+
+
 @cached
 def run_global(cfg: AttGlobalConfig) -> dict:
     """W(τ) from a random init and the reduced W^fin(τ) run from 0, all trials batched.
@@ -151,93 +285,16 @@ def run_global(cfg: AttGlobalConfig) -> dict:
     if cfg.optimizer not in ("ngd", "gd"):
         raise DataError(f"optimizer must be 'ngd' or 'gd', got {cfg.optimizer!r}")
     t0 = time.perf_counter()
-    n, T, K, d = cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim
-    Es, toks, labs, W0s, Wsvm, Wfin, Bfin, BS, masks, weights, Lstar = ([] for _ in range(11))
-    n_rej = n_inf = 0
-    n_cyc, dim_fin, onehots = [], [], []
-    for rng in trial_rngs(cfg.seed, cfg.n_trials):
-        ft = sample_feasible_trial(rng, n, T, K, d, cfg.graph)
-        data, graphs, W_svm = ft.data, ft.graphs, ft.W_svm
-        n_rej += data.n_rejected
-        n_inf += ft.n_infeasible
-        E, tok, lab = data.E, data.tokens, data.labels
-        structures = scc_structures(graphs)
-        sub = subspaces(E, tok, lab, graphs=graphs)
-        W_fin = finite_component(E, tok, lab, graphs=graphs)
-        cyc = cyclic_samples(tok, lab, structures)
-        # W(0): i.i.d. U(-1/sqrt(d), 1/sqrt(d)), the PyTorch nn.Linear default of the paper.
-        W0s.append(rng.uniform(-1.0, 1.0, (d, d)) / np.sqrt(d))
-        Es.append(E), toks.append(tok), labs.append(lab)
-        Wsvm.append(W_svm), Wfin.append(W_fin), Bfin.append(sub.S_fin), BS.append(sub.S)
-        masks.append(reduced_position_mask(tok, lab, structures))
-        weights.append(np.where(cyc, 1.0 / n, 0.0))  # reduced loss: cyclic samples, / full n
-        Lstar.append(reduced_log_loss(W_fin, E, tok, lab))
-        n_cyc.append(int(cyc.sum()))
-        dim_fin.append(sub.S_fin.shape[0])
-        onehots.append(_scc_onehot(tok, structures))
-    B = cfg.n_trials
-    E, tok, lab = np.array(Es), np.array(toks), np.array(labs)
-    Wsvm, Wfin = np.array(Wsvm), np.array(Wfin)
-    # One batched problem: B full runs (random init) + B reduced runs (init 0).
-    P = make_problem(
-        np.concatenate([E, E]),
-        np.concatenate([tok, tok]),
-        np.concatenate([lab, lab]),
-        mask=np.concatenate([np.ones_like(tok, bool), np.array(masks)]),
-        sample_weight=np.concatenate([np.full((B, n), 1.0 / n), np.array(weights)]),
-    )
-    W0 = np.concatenate([np.array(W0s), np.zeros((B, d, d))])
-    record = None if cfg.optimizer == "ngd" else log_steps(cfg.n_steps, 200)
-    t_loop = time.perf_counter()
-    steps, traj, losses = run_descent(
-        W0,
-        P,
-        eta=cfg.step_size,
-        n_steps=cfg.n_steps,
-        normalized=cfg.optimizer == "ngd",
-        record=record,
-        return_loss=True,
-    )
-    t_loop = time.perf_counter() - t_loop
-    W, Wf = traj[:, :B], traj[:, B:]  # (S, B, d, d)
-    # ---- metrics (vectorised over steps and trials) ----
-    PW = project_onto_spans(W, Bfin)  # Π_Sfin W(τ)
-    svm_sq = np.sum(Wsvm**2, axis=(-2, -1))
-    R = np.divide(
-        np.sum((W[-1] - Wfin) * Wsvm, axis=(-2, -1)), svm_sq, out=np.zeros(B), where=svm_sq > 0
-    )
-    perp = W - project_onto_spans(W, BS)
-    P_full = make_problem(E, tok, lab)
-    s = attention_weights(W, P_full)  # (S, B, n, T)
-    per_scc = np.einsum("sbnt,bntc->sbnc", s, np.array(onehots))
-    lab_scc = np.einsum("sbnt,bnt->sbn", s, np.array(masks))
-    loss = losses[:, :B]  # full-data loss of the W runs, recorded during the descent
-    Lstar = np.array(Lstar)
-    out = {
+    trials = [draw_global_trial(rng, cfg) for rng in trial_rngs(cfg.seed, cfg.n_trials)]
+    steps, W, W_red, loss, t_loop = descend_global(trials, cfg)
+    return {
         "steps": steps,
-        "corr_svm": cos(W, Wsvm).T,
-        "corr_full": cos(W, Wfin + R[:, None, None] * Wsvm).T,
-        "proj_corr": cos(Wsvm, W - PW).T,
-        "norm_diff": np.linalg.norm(PW - Wf, axis=(-2, -1)).T,
-        "fin_err": np.linalg.norm(PW - Wfin, axis=(-2, -1)).T,
-        "attn_best": per_scc.max(axis=-1).mean(axis=-1).T,
-        "attn_label": lab_scc.mean(axis=-1).T,
-        "loss": loss.T,
-        "loss_gap": (loss - Lstar).T,
-        "W_norm": np.linalg.norm(W, axis=(-2, -1)).T,
-        "perp_drift": np.linalg.norm(perp - perp[:1], axis=(-2, -1)).T,
-        "L_star": Lstar,
-        "R": R,
-        "W_svm_norm": np.sqrt(svm_sq),
-        "W_fin_norm": np.linalg.norm(Wfin, axis=(-2, -1)),
-        "n_cyclic_samples": np.array(n_cyc),
-        "dim_S_fin": np.array(dim_fin),
-        "n_rejected": int(n_rej),
-        "n_infeasible": int(n_inf),
+        **measure_global(trials, W, W_red, loss),
+        "n_rejected": int(sum(t.n_rejected for t in trials)),
+        "n_infeasible": int(sum(t.n_infeasible for t in trials)),
         "loop_seconds": float(t_loop),
         "compute_seconds": float(time.perf_counter() - t0),
     }
-    return out
 
 
 # ============================================================================================

@@ -8,6 +8,15 @@ configuration) where ``key`` is the SHA-256 of the canonical JSON of
 whenever numerics change.  Both files are written atomically, the ``.json`` last, so
 an interrupted run leaves either a complete entry or none.
 
+The ``.json`` records the SHA-256 of the ``.npz``.  An entry that cannot be read (a
+truncated archive, an empty or garbled ``.json``, a checksum that does not match) is
+discarded with a warning naming the file, and the result is computed again.
+
+A computation in flight is computed once: the first process takes an exclusive lock on
+``<key>.lock`` for the duration of the computation, and any other process (another
+notebook running at the same time) that needs the same entry waits for the lock and then
+reads the stored result instead of computing it a second time.
+
 Notebook execution itself is never cached: papermill always runs fresh, and the
 function cache makes a re-run after a plot-only change fast.
 """
@@ -15,10 +24,15 @@ function cache makes a re-run after a plot-only change fast.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import json
-from collections.abc import Callable
+import warnings
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -70,6 +84,54 @@ def _split(result: Result) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return arrays, scalars
 
 
+class CorruptEntry(Exception):
+    """A cache entry that cannot be read back."""
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _load(meta_path: Path, npz_path: Path) -> Result:
+    """Read one entry; raise :class:`CorruptEntry` with the reason if it is damaged."""
+    try:
+        meta = json.loads(meta_path.read_text())
+        result: Result = dict(meta["scalars"])
+        if meta["arrays"]:
+            digest = meta.get("npz_sha256")
+            if digest is not None and _sha256(npz_path) != digest:
+                raise CorruptEntry(f"{npz_path} does not match its checksum")
+            with np.load(npz_path, allow_pickle=False) as data:
+                result.update({k: data[k] for k in meta["arrays"]})
+    except CorruptEntry:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        raise CorruptEntry(f"{type(exc).__name__}: {exc}") from exc
+    return result
+
+
+def _discard(meta_path: Path, npz_path: Path, reason: str) -> None:
+    warnings.warn(
+        f"discarding a corrupt cache entry {meta_path} ({reason}); computing it again",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    for p in (npz_path, meta_path):
+        p.unlink(missing_ok=True)
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``lock_path`` (blocks while another holds it)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def cached(func: F) -> F:
     """Decorate ``func(cfg) -> dict`` with an on-disk, input-keyed cache."""
     qualname = f"{func.__module__}.{func.__qualname__}"
@@ -82,29 +144,40 @@ def cached(func: F) -> F:
         folder = paths.cache_dir() / qualname
         meta_path = folder / f"{key}.json"
         npz_path = folder / f"{key}.npz"
-        if meta_path.exists():
-            meta = json.loads(meta_path.read_text())
-            result: Result = dict(meta["scalars"])
-            if meta["arrays"]:
-                with np.load(npz_path, allow_pickle=False) as data:
-                    result.update({k: data[k] for k in meta["arrays"]})
-            return result
-        result = func(cfg)
-        if not isinstance(result, dict):
-            raise TypeError(f"{qualname} must return a dict, got {type(result).__name__}")
-        arrays, scalars = _split(result)
-        if arrays:
-            with atomic_path(npz_path) as tmp:
-                np.savez_compressed(tmp, **arrays)
-        meta = {
-            "qualname": qualname,
-            "config": _canonical(cfg),
-            "ntpcore": ntpcore.__version__,
-            "salt": CACHE_SALT,
-            "arrays": sorted(arrays),
-            "scalars": scalars,
-        }
-        write_text_atomic(meta_path, json.dumps(meta, indent=1, sort_keys=True))
+
+        def stored() -> Result | None:
+            if not meta_path.exists():
+                return None
+            try:
+                return _load(meta_path, npz_path)
+            except CorruptEntry as exc:
+                _discard(meta_path, npz_path, str(exc))
+                return None
+
+        hit = stored()
+        if hit is not None:
+            return hit
+        with _exclusive(folder / f"{key}.lock"):
+            hit = stored()  # another process may have computed it while we waited
+            if hit is not None:
+                return hit
+            result = func(cfg)
+            if not isinstance(result, dict):
+                raise TypeError(f"{qualname} must return a dict, got {type(result).__name__}")
+            arrays, scalars = _split(result)
+            if arrays:
+                with atomic_path(npz_path) as tmp:
+                    np.savez_compressed(tmp, **arrays)
+            meta = {
+                "qualname": qualname,
+                "config": _canonical(cfg),
+                "ntpcore": ntpcore.__version__,
+                "salt": CACHE_SALT,
+                "arrays": sorted(arrays),
+                "npz_sha256": _sha256(npz_path) if arrays else None,
+                "scalars": scalars,
+            }
+            write_text_atomic(meta_path, json.dumps(meta, indent=1, sort_keys=True))
         # Return what a cache hit would return, so that a first run and a re-run print
         # the same thing (plain Python scalars, lists instead of tuples).
         return {**json.loads(json.dumps(scalars)), **arrays}

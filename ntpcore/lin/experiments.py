@@ -12,7 +12,7 @@ initialisation for the A.2 figures and zero initialisation for the toy.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
@@ -22,13 +22,16 @@ from ntpcore.errors import SolverError
 from ntpcore.pipeline.cache import cached
 
 __all__ = [
+    "LinDataConfig",
     "LinDistsConfig",
     "LinGDConfig",
     "LinOptimizersConfig",
     "LinPhaseConfig",
     "LinPhasePointConfig",
+    "LinProtocolConfig",
     "LinRegPathConfig",
     "LinSparsityConfig",
+    "LinSupportConfig",
     "LinToyConfig",
     "LinToyGDConfig",
     "LinTrainRunConfig",
@@ -44,6 +47,7 @@ __all__ = [
     "run_toy_gd",
     "run_train",
     "synthetic_data",
+    "train_run",
 ]
 
 
@@ -111,14 +115,9 @@ def run_toy(cfg: LinToyConfig) -> dict:
 
 
 @dataclass(frozen=True)
-class LinToyGDConfig:
+class LinToyGDConfig(LinToyConfig):
     """GD on the toy (Fig. 1, right)."""
 
-    seed: int = 0
-    angle_a: float = 10.0
-    angle_b: float = 100.0
-    angle_c: float = 260.0
-    target_entropy: float = 0.8811
     init: str = "zero"  # the paper's checklist: "starting from zero initialization"
     step_size: float = 0.5
     n_steps: int = 10_000
@@ -152,8 +151,37 @@ def run_toy_gd(cfg: LinToyGDConfig) -> dict:
 
 
 # ----------------------------------------------------------------------------- A.2 data
-def synthetic_data(cfg) -> lin.NTPData:
-    """The A.2 synthetic set from a config with the data fields."""
+@dataclass(frozen=True)
+class LinDataConfig:
+    """The synthetic data of App. A.2, up to the support size (Gaussian embeddings, ...)."""
+
+    seed: int = 0  # seed of the embeddings, supports and probabilities
+    n_contexts: int = 50  # m: distinct contexts
+    dim: int = 60  # d: embedding dimension (d > m => NTP-separable, Lemma 1)
+    vocab_size: int = 10  # V
+    emb: str = "gauss"  # "gauss" | "unit": embeddings N(0, I_d) or normalised
+    prob: str = "dirichlet"  # "dirichlet" | "uniform": in-support probabilities
+
+
+@dataclass(frozen=True)
+class LinSupportConfig(LinDataConfig):
+    """The synthetic data of App. A.2 with supports of one size."""
+
+    support_size: int = 6  # |S_j| of every context
+
+
+@dataclass(frozen=True)
+class LinProtocolConfig:
+    """The training protocol of App. A.2: initialisation and recording schedule."""
+
+    init: str = "lecun"  # W_0: "lecun" N(0, 1/d) entries (App. A.2) or "zero"
+    init_seed: int = 0  # seed of W_0
+    n_steps: int = 10_000  # optimizer steps
+    n_records: int = 60  # recorded iterates, log-spaced (ntpcore.core.optim.log_steps)
+
+
+def synthetic_data(cfg: LinSupportConfig) -> lin.NTPData:
+    """The A.2 synthetic set of a data configuration."""
     return lin.make_synthetic(
         m=cfg.n_contexts,
         d=cfg.dim,
@@ -166,16 +194,9 @@ def synthetic_data(cfg) -> lin.NTPData:
 
 
 @dataclass(frozen=True)
-class LinDistsConfig:
+class LinDistsConfig(LinSupportConfig):
     """Fig. 3: next-token distributions of randomly picked contexts."""
 
-    seed: int = 0
-    n_contexts: int = 50
-    dim: int = 60
-    vocab_size: int = 10
-    support_size: int = 6
-    emb: str = "gauss"
-    prob: str = "dirichlet"
     n_shown: int = 8
 
 
@@ -188,25 +209,21 @@ def run_dists(cfg: LinDistsConfig) -> dict:
 
 
 @dataclass(frozen=True)
-class LinTrainRunConfig:
+class LinTrainRunConfig(LinProtocolConfig, LinSupportConfig):
     """One training run on the A.2 data (shared by Figs. 4-5 and the sweeps)."""
 
-    seed: int = 0
-    n_contexts: int = 50
-    dim: int = 60
-    vocab_size: int = 10
-    support_size: int = 6
-    emb: str = "gauss"
-    prob: str = "dirichlet"
-    init: str = "lecun"
-    init_seed: int = 0
-    optimizer: str = "gd"
-    step_size: float = 0.5
-    beta1: float = 0.9
-    beta2: float = 0.99
-    eps: float = 1e-8
-    n_steps: int = 10_000
-    n_records: int = 60
+    optimizer: str = "gd"  # "gd" | "ngd" | "adam"
+    step_size: float = 0.5  # eta
+    beta1: float = 0.9  # Adam only
+    beta2: float = 0.99  # Adam only
+    eps: float = 1e-8  # Adam only
+
+
+def train_run(cfg: LinProtocolConfig, **own) -> LinTrainRunConfig:
+    """The training run of a figure's config: the fields it shares with a run, then ``own``."""
+    names = {f.name for f in fields(LinTrainRunConfig)}
+    shared = {k: v for k, v in asdict(cfg).items() if k in names}
+    return LinTrainRunConfig(**{**shared, **own})
 
 
 @cached
@@ -241,93 +258,43 @@ def run_train(cfg: LinTrainRunConfig) -> dict:
     return out
 
 
-_DATA_FIELDS = ("seed", "n_contexts", "dim", "vocab_size", "support_size", "emb", "prob")
-
-
-def _run_cfg(cfg, **kw) -> LinTrainRunConfig:
-    base = {k: getattr(cfg, k) for k in _DATA_FIELDS}
-    base.update(
-        init=cfg.init, init_seed=cfg.init_seed, n_steps=cfg.n_steps, n_records=cfg.n_records
-    )
-    base.update(kw)
-    return LinTrainRunConfig(**base)
-
-
 @dataclass(frozen=True)
-class LinGDConfig:
+class LinGDConfig(LinProtocolConfig, LinSupportConfig):
     """Fig. 4: GD on the A.2 data."""
 
-    seed: int = 0
-    n_contexts: int = 50
-    dim: int = 60
-    vocab_size: int = 10
-    support_size: int = 6
-    emb: str = "gauss"
-    prob: str = "dirichlet"
-    init: str = "lecun"
-    init_seed: int = 0
-    step_size: float = 0.5
-    n_steps: int = 10_000
-    n_records: int = 60
+    step_size: float = 0.5  # eta
 
 
 def run_gd(cfg: LinGDConfig) -> dict:
-    return run_train(_run_cfg(cfg, optimizer="gd", step_size=cfg.step_size))
+    return run_train(train_run(cfg, optimizer="gd"))
 
 
 @dataclass(frozen=True)
-class LinOptimizersConfig:
+class LinOptimizersConfig(LinProtocolConfig, LinSupportConfig):
     """Fig. 5: NGD and Adam on the A.2 data (GD as a reference)."""
 
-    seed: int = 0
-    n_contexts: int = 50
-    dim: int = 60
-    vocab_size: int = 10
-    support_size: int = 6
-    emb: str = "gauss"
-    prob: str = "dirichlet"
-    init: str = "lecun"
-    init_seed: int = 0
     ngd_step_size: float = 0.01
     adam_step_size: float = 0.01
     beta1: float = 0.9
     beta2: float = 0.99
     eps: float = 1e-8
     gd_step_size: float = 0.5
-    n_steps: int = 10_000
-    n_records: int = 60
 
 
 def run_optimizers(cfg: LinOptimizersConfig) -> dict[str, dict]:
     """{'gd': ..., 'ngd': ..., 'adam': ...}, each the output of :func:`run_train`."""
     return {
-        "gd": run_train(_run_cfg(cfg, optimizer="gd", step_size=cfg.gd_step_size)),
-        "ngd": run_train(_run_cfg(cfg, optimizer="ngd", step_size=cfg.ngd_step_size)),
-        "adam": run_train(
-            _run_cfg(
-                cfg,
-                optimizer="adam",
-                step_size=cfg.adam_step_size,
-                beta1=cfg.beta1,
-                beta2=cfg.beta2,
-                eps=cfg.eps,
-            )
-        ),
+        "gd": run_train(train_run(cfg, optimizer="gd", step_size=cfg.gd_step_size)),
+        "ngd": run_train(train_run(cfg, optimizer="ngd", step_size=cfg.ngd_step_size)),
+        "adam": run_train(train_run(cfg, optimizer="adam", step_size=cfg.adam_step_size)),
     }
 
 
 # ----------------------------------------------------------------------------- Theorem 1
 @dataclass(frozen=True)
-class LinRegPathConfig:
+class LinRegPathConfig(LinProtocolConfig, LinSupportConfig):
     """Regularization path (Theorem 1) with the GD path overlaid against the norm."""
 
-    seed: int = 0
-    n_contexts: int = 50
-    dim: int = 60
-    vocab_size: int = 10
-    support_size: int = 6
-    emb: str = "gauss"
-    prob: str = "dirichlet"
     radii: tuple[float, ...] = (
         1.0,
         2.0,
@@ -345,7 +312,6 @@ class LinRegPathConfig:
         80.0,
     )
     init: str = "zero"
-    init_seed: int = 0
     step_size: float = 0.5
     n_steps: int = 300_000
     n_records: int = 80
@@ -372,7 +338,7 @@ def run_reg_path(cfg: LinRegPathConfig) -> dict:
         "norm_mm": pair["svm"].norm,
         "norm_star": ns,
     }
-    gd = run_train(_run_cfg(cfg, optimizer="gd", step_size=cfg.step_size))
+    gd = run_train(train_run(cfg, optimizer="gd"))
     out.update({f"gd_{k}": v for k, v in gd.items() if isinstance(v, np.ndarray)})
     out["compute_seconds"] = time.perf_counter() - t0
     return out
@@ -549,40 +515,22 @@ def run_phase(
 
 # ----------------------------------------------------------------------------- sparsity sweep
 @dataclass(frozen=True)
-class LinSparsityConfig:
+class LinSparsityConfig(LinProtocolConfig, LinDataConfig):
     """Support-size sweep from one-hot to full support (beyond the paper, spec §6.5)."""
 
-    seed: int = 0
-    n_contexts: int = 50
-    dim: int = 60
-    vocab_size: int = 10
     support_sizes: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 9, 10)
-    emb: str = "gauss"
-    prob: str = "dirichlet"
-    init: str = "lecun"
-    init_seed: int = 0
     step_size: float = 0.5
     n_steps: int = 100_000
-    n_records: int = 60
 
 
 def run_sparsity(cfg: LinSparsityConfig) -> dict:
     """GD for every support size S (each run cached); W^mm norm, dim F, frozen P_perp."""
     t0 = time.perf_counter()
-    base = {k: v for k, v in asdict(cfg).items() if k in _DATA_FIELDS}
     out: dict = {"support_sizes": np.asarray(cfg.support_sizes)}
     rows = {"norm": [], "gap": [], "norm_perp": [], "rel_dist_F": [], "cos": []}
     norm_mm, dim_F, norm_star = [], [], []
     for S in cfg.support_sizes:
-        run = LinTrainRunConfig(
-            **{**base, "support_size": int(S)},
-            init=cfg.init,
-            init_seed=cfg.init_seed,
-            optimizer="gd",
-            step_size=cfg.step_size,
-            n_steps=cfg.n_steps,
-            n_records=cfg.n_records,
-        )
+        run = train_run(cfg, support_size=int(S), optimizer="gd")
         if S < cfg.vocab_size:
             r = run_train(run)
             norm_mm.append(r["norm_mm"])

@@ -18,33 +18,31 @@ import numpy as np
 from ntpcore import lin
 from ntpcore.core.optim import log_steps
 from ntpcore.errors import IncompatibleError
+from ntpcore.lin.experiments import LinSupportConfig, synthetic_data
 from ntpcore.pipeline.cache import cached
 
 __all__ = ["PerfLinScaleConfig", "run_lin_scale"]
 
 
 @dataclass(frozen=True)
-class PerfLinScaleConfig:
+class PerfLinScaleConfig(LinSupportConfig):
     """Synthetic data of App. A.2's kind at a real-vocabulary size, sparse supports."""
 
-    seed: int = 0
     n_contexts: int = 1000
     dim: int = 512
     vocab_size: int = 1000
     support_size: int = 3
-    optimizer: str = "ngd"
-    step_size: float = 0.5
-    n_steps: int = 3000
-    n_records: int = 40
+    optimizer: str = "ngd"  # "gd" | "ngd", from W_0 = 0
+    step_size: float = 0.5  # eta
+    n_steps: int = 3000  # optimizer steps
+    n_records: int = 40  # recorded iterates, log-spaced
 
 
 @cached
 def run_lin_scale(cfg: PerfLinScaleConfig) -> dict:
     """Solve W^mm and W* at scale, train from zero, return the Fig. 4 metrics along k."""
     t0 = time.perf_counter()
-    data = lin.make_synthetic(
-        m=cfg.n_contexts, d=cfg.dim, V=cfg.vocab_size, S=cfg.support_size, seed=cfg.seed
-    )
+    data = synthetic_data(cfg)
     t = time.perf_counter()
     svm = lin.ntp_svm_solve(data.H, data.S)
     t_svm = time.perf_counter() - t

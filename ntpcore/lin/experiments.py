@@ -36,6 +36,7 @@ __all__ = [
     "LinToyGDConfig",
     "LinTrainRunConfig",
     "cone_threshold",
+    "crossing",
     "run_dists",
     "run_gd",
     "run_optimizers",
@@ -382,6 +383,23 @@ def cone_threshold(V: int, S: int, n_samples: int = 200_000, seed: int = 0) -> f
         ).sum(axis=1)
         dist2 = np.where(ok & np.isnan(dist2), d2, dist2)
     return float(np.mean(dist2) / (V - 1))
+
+
+def crossing(x: np.ndarray, p: np.ndarray, level: float = 0.5) -> float:
+    r"""The first x at which the curve p(x) rises through ``level``, linearly interpolated.
+
+    The measured NTP-separability threshold of the phase diagram: with p the fraction of
+    separable instances at the ratios x = d/m, the first i with
+    :math:`p_i < \text{level} \le p_{i+1}` gives
+    :math:`x_i + (\text{level} - p_i)(x_{i+1} - x_i)/(p_{i+1} - p_i)`; NaN when p never
+    crosses.
+    """
+    x, p = np.asarray(x, dtype=float), np.asarray(p, dtype=float)
+    i = np.flatnonzero((p[:-1] < level) & (p[1:] >= level))
+    if i.size == 0:
+        return float("nan")
+    i = i[0]
+    return float(x[i] + (level - p[i]) * (x[i + 1] - x[i]) / (p[i + 1] - p[i]))
 
 
 @dataclass(frozen=True)

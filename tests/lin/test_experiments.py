@@ -61,3 +61,17 @@ def test_phase_points_run_through_dask_processes_with_the_same_result(tmp_path, 
     for key in ("sep_S2", "comp_S2", "sep_V3"):
         np.testing.assert_array_equal(serial[key], parallel[key])
     assert any((tmp_path / "parallel").rglob("*.json")), "the workers wrote the point cache"
+
+
+def test_crossing_interpolates_the_first_rise_through_the_level():
+    x = np.linspace(0.0, 1.0, 11)
+    # a straight line p = x crosses 1/2 at x = 1/2 wherever the grid puts its nodes
+    assert np.isclose(E.crossing(x, x), 0.5)
+    assert np.isclose(E.crossing(x**2, x), 0.25)  # p = sqrt(x) on the grid x**2: at x = 1/4
+    # the crossing of a piecewise-linear p is exact, and only the first rise counts
+    p = np.array([0.0, 0.2, 0.8, 0.3, 0.9])
+    xs = np.arange(5.0)
+    assert np.isclose(E.crossing(xs, p), 1.5)
+    assert np.isclose(E.crossing(xs, p, level=0.1), 0.5)
+    # a curve that never reaches the level has no crossing
+    assert np.isnan(E.crossing(xs, np.full(5, 0.4)))

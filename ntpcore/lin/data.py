@@ -14,7 +14,7 @@ Two generators reproduce the paper's experiments:
 
 * :func:`make_toy` -- the 2-D example of Figs. 1-2 (d = 2, m = 3, V = 5, supports
   {2,3,4}, {1,2,5}, {1,4,5} in the paper's 1-based word numbering).  The paper gives neither
-  the embeddings nor the probabilities; the defaults are the spec's recommendation: unit
+  the embeddings nor the probabilities; the defaults are our choice: unit
   vectors at 10, 100 and 260 degrees and Dirichlet(1) probabilities re-drawn until the
   empirical entropy is within ``entropy_tol`` of the paper's H = 0.8811.
 * :func:`make_synthetic` -- the synthetic set of App. A.2 (m = 50, d = 60, V = 10,
@@ -36,7 +36,8 @@ from ntpcore.errors import DataError
 
 #: Supports of the toy contexts A, B, C as 0-based token ids (paper: "234", "125", "145").
 TOY_SUPPORTS: tuple[tuple[int, ...], ...] = ((1, 2, 3), (0, 1, 4), (0, 3, 4))
-#: Angles (degrees) of the toy embeddings h_A, h_B, h_C (spec §3.1 recommendation).
+#: Angles (degrees) of the toy embeddings h_A, h_B, h_C: our choice, [lin, Fig. 1] does not
+#: print them.
 TOY_ANGLES_DEG: tuple[float, ...] = (10.0, 100.0, 260.0)
 #: Empirical conditional entropy of the paper's toy realisation (App. A.1).
 TOY_ENTROPY = 0.8811

@@ -1,12 +1,23 @@
 r"""Cached experiments of the linear paper (key ``lin``), one function per notebook.
 
+Each checks a statement of [lin] numerically: the toy of Figs. 1-2 (:func:`run_toy`: W*
+of Def. 1 and W^mm of Def. 3; :func:`run_toy_gd`: Lemma 2 and Theorem 2), GD, NGD and Adam
+on the synthetic data of App. A.2 (Figs. 4-5: :math:`\mathrm{CE}(W_k)\to\mathcal H`,
+:math:`W_k/\|W_k\|\to W^{\mathrm{mm}}/\|W^{\mathrm{mm}}\|`, :math:`P_F(W_k)\to W^\star`),
+the regularization path of eq. (8) against Theorem 1 (:func:`run_reg_path`), and two
+extensions: the NTP-separability threshold in d/m left open by Remark 1 / Sec. 7
+(:func:`run_phase`, predicted by the statistical dimension of the dual cone,
+:func:`cone_threshold`) and the support-size sweep (:func:`run_sparsity`).
+
 Every public ``run_*`` takes one frozen ``*Config`` whose fields are the notebook's parameter
 names and returns a dict of arrays and scalars, cached by :func:`ntpcore.pipeline.cache.cached`.
+The configs are composed: :class:`LinDataConfig` / :class:`LinSupportConfig` (the data) and
+:class:`LinProtocolConfig` (initialisation and recording), plus each figure's own fields.
 Per-run / per-point helpers are cached too, so an interrupted sweep resumes.
 
-Defaults follow the paper (App. A) and, where it is silent, the spec's recommendations
-(marked [I] in the spec): Gaussian embeddings, Dirichlet(1) probabilities, LeCun
-initialisation for the A.2 figures and zero initialisation for the toy.
+Defaults follow the paper (App. A) and, where it is silent, our choices: Gaussian
+embeddings, Dirichlet(1) probabilities, LeCun initialisation for the A.2 figures and zero
+initialisation for the toy.
 """
 
 from __future__ import annotations
@@ -78,7 +89,7 @@ def _traj_out(
 # ----------------------------------------------------------------------------- toy (Figs 1-2)
 @dataclass(frozen=True)
 class LinToyConfig:
-    """The 2-D toy of Figs. 1-2 (embeddings and probabilities are [I] choices)."""
+    """The 2-D toy of Figs. 1-2 (embeddings and probabilities are our choices)."""
 
     seed: int = 0  # seed of the Dirichlet(1) probability draws
     angle_a: float = 10.0  # angle (degrees) of the embedding of context A
@@ -443,7 +454,10 @@ def run_phase_point(cfg: LinPhasePointConfig) -> dict:
 
 @dataclass(frozen=True)
 class LinPhaseConfig:
-    """NTP-separability / compatibility phase diagram (beyond the paper, spec §6.2)."""
+    """NTP-separability / compatibility phase diagram.
+
+    Beyond the paper: the threshold left open in [lin, Remark 1, Sec. 7].
+    """
 
     seed: int = 0
     vocab_size: int = 10
@@ -534,7 +548,7 @@ def run_phase(
 # ----------------------------------------------------------------------------- sparsity sweep
 @dataclass(frozen=True)
 class LinSparsityConfig(LinProtocolConfig, LinDataConfig):
-    """Support-size sweep from one-hot to full support (beyond the paper, spec §6.5)."""
+    """Support-size sweep from one-hot [lin, Remark 1] to full support (beyond the paper)."""
 
     support_sizes: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 9, 10)
     step_size: float = 0.5

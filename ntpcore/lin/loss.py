@@ -117,7 +117,10 @@ def ce_hessian(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = 
 def smoothness_bound(H: ArrayLike, pi: ArrayLike | None = None) -> float:
     r"""Upper bound :math:`\tfrac12\lambda_{\max}(\bar H\Pi\bar H^\top)` on the smoothness of CE.
 
-    Uses :math:`\lambda_{\max}(\operatorname{diag}(s)-ss^\top)\le 1/2` [spec §2.7].
+    The Hessian is :math:`\sum_j\hat\pi_j(\operatorname{diag}(s_j)-s_js_j^\top)\otimes
+    \bar h_j\bar h_j^\top` (:func:`ce_hessian`) and
+    :math:`\lambda_{\max}(\operatorname{diag}(s)-ss^\top)\le 1/2`; the proof of [lin, Thm. 2]
+    takes :math:`\eta\le 1/(2L)`.
     """
     H = as_float_array(H, "H", ndim=2)
     m = H.shape[1]

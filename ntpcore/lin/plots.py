@@ -1,4 +1,11 @@
-"""Plotting helpers of the linear-paper notebooks (2-D geometry, training panels)."""
+r"""Plotting helpers of the linear-paper notebooks (2-D geometry, training panels).
+
+:func:`draw_geometry` draws the picture of [lin, Figs. 1-2]: context embeddings
+:math:`\bar h_j` and the rows :math:`w_v` of a decoder (W^mm of Def. 3 or W* of Def. 1)
+in d = 2, where :math:`(e_z - e_v)^\top W\bar h_j = (w_z - w_v)^\top\bar h_j` makes the
+margins of (6b) visible as projections; :func:`draw_training` the panels of Figs. 4-5
+(CE - H, norm growth of Lemma 2, alignment and convergence on F of Theorem 2).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-r"""Cached experiments of the *Performance* chapter (key ``perf``).
+r"""Theorem 2 of [lin] at a real-vocabulary size (the *Performance* chapter, key ``perf``).
 
-``run_lin_scale`` (figure ``perf-lin-scale``): the linear paper's Theorem 2 checked at a
-real-vocabulary size that a generic conic solver cannot reach.  The NTP-SVM is solved by
+On NTP_H-compatible (Def. 1) and NTP-separable (Def. 2) data, GD and NGD from zero satisfy
+:math:`\cos(W_k, W^{\mathrm{mm}})\to 1` and :math:`P_F(W_k)\to W^\star` [lin, Thm. 2].
+``run_lin_scale`` (figure ``perf-lin-scale``) checks this at a size that a generic conic
+solver cannot reach.  The NTP-SVM is solved by
 the specialised dual solver (:func:`ntpcore.lin.svm.ntp_svm_solve`, dual coordinate
 descent when d < m), the finite component by :func:`ntpcore.lin.finite_component_info`,
 and (normalised) GD runs from zero through :func:`ntpcore.lin.train_ntp`, which records

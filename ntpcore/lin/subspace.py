@@ -42,7 +42,8 @@ from ntpcore.lin.data import check_data, check_embeddings_probs
 
 Array = NDArray[np.float64]
 
-#: Relative singular-value tolerance for the rank of the generator system (spec §2.1).
+#: Relative singular-value tolerance for the rank of the generator system of eq. (5), which
+#: is rank-deficient when d < m or the embeddings are degenerate.
 RANK_RTOL = 1e-10
 #: Absolute tolerance on the compatibility residual (relative to max(1, ||b||)).
 COMPAT_TOL = 1e-8

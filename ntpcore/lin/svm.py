@@ -39,7 +39,8 @@ from ntpcore.lin.subspace import anchor_tokens
 
 Array = NDArray[np.float64]
 
-#: Post-check tolerances of every solver (spec §5.12): min margin >= 1 - tol, spread <= tol.
+#: Post-check of every solver: (6a)-(6b) hold to this tolerance, i.e. min margin >= 1 - tol
+#: and in-support spread <= tol max(1, ||W||).
 CHECK_TOL = 1e-6
 
 

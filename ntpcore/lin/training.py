@@ -1,4 +1,4 @@
-r"""Training the linear decoder and the metrics of Theorem 2 [lin, Sec. 5, Lemma 2, Thm. 2].
+r"""Training the linear decoder and the metrics of Theorem 2 [lin, Lemma 2, Thm. 2].
 
 Gradient descent :math:`W_{k+1} = W_k - \eta\nabla\mathrm{CE}(W_k)` on the loss of eq. (2)
 (NGD and Adam of App. A.2 likewise, via :func:`ntpcore.core.optim.train`).  Under

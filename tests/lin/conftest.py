@@ -32,7 +32,7 @@ def toy_pair(toy) -> dict:
 
 @pytest.fixture(scope="session")
 def gd_synth(synth, synth_pair) -> lin.Trajectory:
-    """GD, eta = 0.5, LeCun init, T = 1e4 on the A.2 data (spec §5.19-24)."""
+    """GD, eta = 0.5, LeCun init, T = 1e4 on the A.2 data [lin, Fig. 4]."""
     rec = np.union1d(log_steps(10_000, 60), [1000])
     return lin.train_ntp(
         synth,

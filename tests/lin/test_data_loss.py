@@ -1,4 +1,4 @@
-"""Data generators, CE loss and entropy bound (spec §5 checks 1-5) and input validation."""
+"""Data generators, CE loss and entropy bound [lin, eqs. (2)-(3)] and input validation."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_hessian_and_smoothness(toy):
     g0 = lin.ce_grad(W - E, toy.H, toy.P, toy.pi)[1]
     assert np.allclose((g1 - g0) / 2, (Hs @ E.ravel()).reshape(W.shape), rtol=0, atol=1e-12)
     assert np.linalg.eigvalsh(Hs)[-1] <= lin.smoothness_bound(toy.H, toy.pi) + 1e-12
-    assert np.isclose(lin.smoothness_bound(toy.H, toy.pi), 1 / 3)  # spec §2.7: L <= 1/3
+    assert np.isclose(lin.smoothness_bound(toy.H, toy.pi), 1 / 3)  # unit h_j, pi = 1/3
 
 
 def test_ce_F_lower_bound(synth):

@@ -1,4 +1,4 @@
-"""Regularization path (Theorem 1; spec §5 check 31): Newton-ridge solver against cvxpy."""
+"""Regularization path [lin, eq. (8), Thm. 1]: Newton-ridge solver against cvxpy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Subspace F, projections and the finite component W* (spec §5 checks 6-11)."""
+"""Subspace F, projections and the finite component W* [lin, Def. 1, eqs. (4)-(5)]."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def test_dim_F(synth, toy):
     F = lin.data_subspace(synth.H, synth.S)
     assert F.n_generators == 250 and F.dim == 250  # sum_j (S_j - 1), H full column rank
     Ft = lin.data_subspace(toy.H, toy.S)
-    assert Ft.dim == 6  # toy: d = 2 < m = 3, still 6 (spec §2.1)
+    assert Ft.dim == 6  # toy: d = 2 < m = 3, still 6 (K = sum_j (S_j - 1) = 6)
 
 
 def test_dim_F_matches_explicit_basis(toy):

@@ -1,4 +1,4 @@
-"""NTP-SVM and NTP-separability (spec §5 checks 12-18), two solvers against each other."""
+"""NTP-SVM and NTP-separability [lin, Defs. 2-3, Lemma 1], two solvers against each other."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_probability_invariance(synth, synth_pair):
 
 
 def test_toy_geometry(toy, toy_pair):
-    """Check 16 and the spec's reference rows (unit embeddings at 10/100/260 degrees)."""
+    """The toy's W^mm [lin, Fig. 1]: the reference rows (unit embeddings at 10/100/260 degrees)."""
     W = toy_pair["W_mm"]
     assert np.linalg.norm(W[0] - W[4]) <= 1e-6  # words 1 and 5 share their support pattern
     assert np.linalg.norm(toy_pair["W_star"][0] - toy_pair["W_star"][4]) > 1e-2

@@ -1,4 +1,4 @@
-"""GD / NGD / Adam on the A.2 data and the toy (spec §5 checks 19-30, Lemma 2, Thm. 2)."""
+"""GD / NGD / Adam on the A.2 data and the toy [lin, Lemma 2, Thm. 2, App. A.2]."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ claim with
 
 Each check prints one line (the status, the measured value at the stated number of
 significant digits, the comparison and the paper's number), and the ledger is written to
-``<figure dir>/<fig_id>.claims.json`` after every check, atomically, so the record
+``<output dir>/<fig_id>.claims.json`` after every check, atomically, so the record
 survives a kernel that dies later.  :func:`ntpcore.pipeline.provenance.savefig` puts the
 claims into the figure's sidecar; the runner (``python -m ntpcore.reproduce``) fails a
 figure with any failed claim, names each one, and does not publish it.
@@ -304,7 +304,7 @@ class Ledger:
         )
 
     def _write(self) -> None:
-        out = paths.figure_dir() / f"{self.fig_id}.claims.json"
+        out = paths.output_dir(self.fig_id) / f"{self.fig_id}.claims.json"
         payload = {"fig_id": self.fig_id, "profile": self.profile, "claims": self.records()}
         write_text_atomic(out, json.dumps(payload, indent=2, sort_keys=True))
 

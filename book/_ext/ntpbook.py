@@ -87,6 +87,15 @@ class NTPFigure(_MystDirective):
             )
             return []
         self.env.note_dependency(str(paths.figure_dir() / f"{fig_id}.json"))
+        if side.get("explored"):
+            logger.warning(
+                "ntpfigure: book/figures/%s was made by an explored run (--set); rerun "
+                "`python -m ntpcore.reproduce --only %s` to restore the paper figure",
+                fig_id,
+                fig_id,
+                location=self.get_location(),
+            )
+            return []
         label = entry.paper_label if entry.paper_label not in ("-", "—", "") else "beyond the paper"
         cite = PAPER_CITES.get(entry.paper)
         source = f"{label} of {{cite:t}}`{cite}`" if cite and label != "beyond the paper" else label

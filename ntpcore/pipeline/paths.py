@@ -33,6 +33,23 @@ def figure_dir() -> Path:
     return _env_dir("NTP_FIGURE_DIR", BOOK_DIR / "figures")
 
 
+def explore_dir(fig_id: str) -> Path:
+    """Where an explored run of ``fig_id`` goes: ``results/explore/<fig_id>/``.
+
+    An explored run is any run that is not the runner reproducing the registry's figure:
+    a notebook run by hand (e.g. *Run All* in JupyterLab) or a runner call with ``--set``.
+    It never writes ``book/figures``, so the book never shows it as the paper's figure.
+    """
+    return RESULTS_DIR / "explore" / fig_id
+
+
+def output_dir(fig_id: str) -> Path:
+    """Where a notebook writes its figure: ``$NTP_FIGURE_DIR`` (set by the runner and the
+    tests), else the explore folder of the figure."""
+    value = os.environ.get("NTP_FIGURE_DIR")
+    return (ROOT / value).resolve() if value else explore_dir(fig_id)
+
+
 def executed_dir() -> Path:
     """Where the runner puts executed notebooks (``book/executed`` by default)."""
     return _env_dir("NTP_EXECUTED_DIR", EXECUTED_DIR)

@@ -1,7 +1,9 @@
 """Save figures with a provenance sidecar.
 
 :func:`savefig` writes ``<fig_id>.png`` (for the book), ``<fig_id>.pdf`` (paper quality)
-and ``<fig_id>.json`` (the sidecar) to :func:`ntpcore.pipeline.paths.figure_dir`.  Figures are
+and ``<fig_id>.json`` (the sidecar) to :func:`ntpcore.pipeline.paths.output_dir`: the
+folder the runner gives (``$NTP_FIGURE_DIR``), or, for a notebook run by hand,
+``results/explore/<fig_id>/`` -- an explored run never replaces the book's figure.  Figures are
 byte-stable from run to run: the PNG/PDF metadata carry the figure id and the commit
 but no dates or software versions.  The sidecar records the merged parameters, the
 profile, the commit and dirty flag, package versions, seeds, wall time and the key
@@ -106,7 +108,7 @@ def savefig(
     if profile == "quick":
         stamp_quick(fig)
     git = git_state()
-    outdir = paths.figure_dir()
+    outdir = paths.output_dir(fig_id)
     sha = git["commit"] or "unknown"
 
     png = io.BytesIO()
@@ -139,4 +141,9 @@ def savefig(
     write_atomic(outdir / f"{fig_id}.png", lambda fh: fh.write(png.getvalue()))
     write_atomic(outdir / f"{fig_id}.pdf", lambda fh: fh.write(pdf.getvalue()))
     write_text_atomic(outdir / f"{fig_id}.json", json.dumps(sidecar, indent=2, sort_keys=True))
+    if outdir == paths.explore_dir(fig_id):
+        print(
+            f"Explored run: figure and sidecar written to {outdir}; the book's figure "
+            f"(python -m ntpcore.reproduce --only {fig_id}) is unchanged."
+        )
     return sidecar

@@ -26,6 +26,7 @@ import concurrent.futures
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -57,6 +58,9 @@ CELL_TIMEOUT = {"quick": 600.0, "paper": None}
 #: Display tags copied onto papermill's injected-parameters cell (papermill#731).
 INJECTED_TAGS = ("hide-input",)
 FAILED_DIR = paths.ROOT / "_build" / "failed"
+#: Staging folders are ``_build/<prefix><fig_id>-*``; the prefix carries the runner's pid so
+#: an interrupted run removes exactly its own.
+STAGING_PREFIX = f"ntp-{os.getpid()}-"
 
 
 @dataclass(frozen=True)
@@ -103,11 +107,17 @@ def parse_set(items: list[str]) -> dict[str, Any]:
         if not key.isidentifier():
             raise ParameterError(f"--set: {key!r} is not a valid parameter name")
         value = yaml.safe_load(raw) if raw.strip() else ""
-        if isinstance(value, str):  # YAML reads 1e-3 as a string
-            try:
-                value = float(value) if any(c in value for c in ".eE") else int(value)
-            except ValueError:
-                pass
+        if isinstance(value, str):  # YAML reads 1e-3, nan and inf as strings
+            word = value.strip().lower().lstrip("+")
+            if word in ("nan", "inf", "-inf", "infinity", "-infinity"):
+                value = float(word)
+            else:
+                try:
+                    value = float(value) if any(c in value for c in ".eE") else int(value)
+                except ValueError:
+                    pass
+        if key in out:
+            raise ParameterError(f"--set {key} is given twice")
         out[key] = value
     return out
 
@@ -118,7 +128,13 @@ def plan(
     """Build and validate all jobs; raises before anything runs."""
     if profile not in ("paper", "quick"):
         raise ParameterError(f"--profile must be 'paper' or 'quick', got {profile!r}")
-    selected = ids or list(registry)
+    reserved = sorted({"fig_id", "profile"} & set(adhoc))
+    if reserved:
+        raise ParameterError(
+            f"--set {reserved[0]}=... is not allowed: the runner sets fig_id from --only and "
+            f"profile from --profile"
+        )
+    selected = list(dict.fromkeys(ids)) if ids else list(registry)
     unknown = [i for i in selected if i not in registry]
     if unknown:
         raise ParameterError(f"unknown figure id(s) {unknown}; see --list")
@@ -158,9 +174,12 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
     import papermill
 
     fig_id = job.entry.fig_id
-    fig_dir = paths.figure_dir()  # resolved before NTP_FIGURE_DIR points at the staging folder
+    # Resolved before NTP_FIGURE_DIR points at the staging folder.  A run with --set is an
+    # exploration: it never replaces the book's figure.
+    fig_dir = paths.explore_dir(fig_id) if job.adhoc else paths.figure_dir()
+    executed_dir = paths.explore_dir(fig_id) if job.adhoc else paths.executed_dir()
     (paths.ROOT / "_build").mkdir(exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"ntp-{fig_id}-", dir=paths.ROOT / "_build"))
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{fig_id}-", dir=paths.ROOT / "_build"))
     fig_stage = staging / "figures"
     fig_stage.mkdir()
     executed = staging / f"{fig_id}.ipynb"
@@ -193,8 +212,9 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
         if problem:
             kept = _keep_failed(executed, fig_stage, fig_id)
             return Outcome(fig_id, False, wall, f"{problem}\n    kept for reading: {kept}", claims)
-        _publish(executed, fig_stage, fig_dir, fig_id)
-        return Outcome(fig_id, True, wall, claims=claims)
+        _publish(executed, fig_stage, fig_dir, executed_dir, fig_id)
+        note = f"explored run: {_rel(fig_dir)}/" if job.adhoc else ""
+        return Outcome(fig_id, True, wall, note, claims)
     except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
         wall = time.perf_counter() - t0
         message = _describe_failure(exc, job.entry.notebook)
@@ -276,6 +296,7 @@ def _finish_sidecar(
             **job.parameters,
         },
         notebook_wall_time_s=round(wall, 2),
+        explored=bool(job.adhoc),
     )
     path.write_text(json.dumps(sidecar, indent=2, sort_keys=True))
 
@@ -302,9 +323,10 @@ def _finish_notebook(nb_path: Path) -> None:
     nbformat.write(nb, nb_path)
 
 
-def _publish(executed: Path, fig_stage: Path, fig_dir: Path, fig_id: str) -> None:
+def _publish(
+    executed: Path, fig_stage: Path, fig_dir: Path, executed_dir: Path, fig_id: str
+) -> None:
     fig_dir.mkdir(parents=True, exist_ok=True)
-    executed_dir = paths.executed_dir()
     executed_dir.mkdir(parents=True, exist_ok=True)
     # On one file system shutil.move is a rename, atomic per file.  The sidecar goes last, so a
     # sidecar always describes the figure files beside it.
@@ -325,23 +347,56 @@ def _run_in_worker(job: Job) -> Outcome:
 
 
 def execute(jobs: list[Job], n_jobs: int = 1) -> list[Outcome]:
-    """Run jobs (serially, or in ``n_jobs`` worker processes) with an overall progress bar."""
+    """Run jobs (serially, or in ``n_jobs`` worker processes) with an overall progress bar.
+
+    On an interruption (Ctrl-C, SIGTERM) the outcomes so far are attached to the raised
+    :class:`Interrupted`, pending jobs are cancelled and staging folders removed.
+    """
     outcomes: list[Outcome] = []
     bar = tqdm(total=len(jobs), desc="figures", unit="fig", position=0)
-    if n_jobs <= 1:
-        for job in jobs:
-            bar.set_postfix_str(job.entry.fig_id)
-            outcomes.append(run_job(job))
-            bar.update()
-    else:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=n_jobs) as pool:
-            futures = {pool.submit(_run_in_worker, job): job for job in jobs}
-            for fut in concurrent.futures.as_completed(futures):
-                outcomes.append(fut.result())
-                bar.set_postfix_str(outcomes[-1].fig_id)
+    try:
+        if n_jobs <= 1:
+            for job in jobs:
+                bar.set_postfix_str(job.entry.fig_id)
+                outcomes.append(run_job(job))
                 bar.update()
-    bar.close()
+        else:
+            with concurrent.futures.ProcessPoolExecutor(max_workers=n_jobs) as pool:
+                futures = {pool.submit(_run_in_worker, job): job for job in jobs}
+                try:
+                    for fut in concurrent.futures.as_completed(futures):
+                        outcomes.append(fut.result())
+                        bar.set_postfix_str(outcomes[-1].fig_id)
+                        bar.update()
+                except BaseException:
+                    for fut in futures:
+                        fut.cancel()
+                    for proc in list(getattr(pool, "_processes", {}).values()):
+                        proc.terminate()
+                    raise
+    except KeyboardInterrupt as exc:
+        raise Interrupted(outcomes) from exc
+    finally:
+        bar.close()
+        _remove_staging()
     return outcomes
+
+
+class Interrupted(Exception):
+    """The run was interrupted; ``outcomes`` holds the figures finished before."""
+
+    def __init__(self, outcomes: list[Outcome]) -> None:
+        super().__init__("interrupted")
+        self.outcomes = outcomes
+
+
+def _remove_staging() -> None:
+    for folder in (paths.ROOT / "_build").glob(f"{STAGING_PREFIX}*"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -351,14 +406,21 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--profile", default="paper", help="paper (default) or quick")
-    parser.add_argument("--only", nargs="+", metavar="ID", help="figure ids to run (default: all)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        action="extend",
+        metavar="ID",
+        help="figure ids to run (repeatable; default: all)",
+    )
     parser.add_argument(
         "--set",
         dest="sets",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a notebook parameter (repeatable; recorded as ad hoc)",
+        help="override a notebook parameter (repeatable); a run with --set is an "
+        "exploration and writes results/explore/<id>/, never the book's figure",
     )
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run in parallel")
     parser.add_argument("--list", action="store_true", help="list the registry and exit")
@@ -366,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         registry = load_registry()
         if args.list:
+            given = [f for f, v in (("--only", args.only), ("--set", args.sets)) if v]
+            if given or args.profile != "paper" or args.jobs != 1:
+                raise ParameterError("--list takes no other option (it only lists the registry)")
             for fig_id, e in registry.items():
                 print(f"{fig_id:32s} {e.paper_label:10s} {e.notebook}")
             return 0
@@ -375,9 +440,23 @@ def main(argv: list[str] | None = None) -> int:
     except (ParameterError, RegistryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"Reproducing {len(jobs)} figure(s), profile={args.profile}, jobs={args.jobs}")
+    explored = " (explored: --set runs write results/explore/<id>/)" if args.sets else ""
+    print(f"Reproducing {len(jobs)} figure(s), profile={args.profile}, jobs={args.jobs}{explored}")
     t0 = time.perf_counter()
-    outcomes = execute(jobs, args.jobs)
+    previous = signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        outcomes = execute(jobs, args.jobs)
+    except Interrupted as stop:
+        done = [o.fig_id for o in stop.outcomes if o.ok]
+        print(
+            f"\ninterrupted: {len(done)} of {len(jobs)} figure(s) finished and published"
+            f"{' (' + ', '.join(done) + ')' if done else ''}; nothing half-written was kept. "
+            f"Run the same command again to resume: cached computations are reused.",
+            file=sys.stderr,
+        )
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     failed = [o for o in outcomes if not o.ok]
     for o in sorted(outcomes, key=lambda o: -o.wall_time_s):
         print(
@@ -389,6 +468,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{time.perf_counter() - t0:.1f} s; figures in "
         f"{_rel(paths.figure_dir())}/, notebooks in {_rel(paths.executed_dir())}/"
     )
+    for o in outcomes:
+        if o.ok and o.message:
+            print(f"  {o.fig_id}: {o.message}")
     for o in failed:
         print(f"error: {o.message}", file=sys.stderr)
     return 1 if failed else 0

@@ -1,0 +1,154 @@
+"""The runner's command line: explored runs never replace the book's figure, flags are
+checked together, nan/inf are read as typed, and an interruption leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import nbformat
+import pytest
+from matplotlib import pyplot as plt
+
+from ntpcore.errors import ParameterError
+from ntpcore.pipeline import paths, provenance, registry
+from ntpcore.pipeline import runner as reproduce
+
+REG = registry.load_registry()
+FIG = next(iter(REG))
+
+PARAMS = (
+    'fig_id = "lin-rt"  # key\nprofile = "paper"  # [paper|quick] profile\nseed = 0  # [0,inf] s\n'
+)
+BODY = """\
+from matplotlib import pyplot as plt
+from ntpcore.pipeline import provenance
+import time
+time.sleep(SLEEP)
+provenance.savefig(plt.figure(), fig_id, {"seed": seed}, profile=profile)
+"""
+
+
+def _notebook(path, sleep=0.0):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    params = nbformat.v4.new_code_cell(PARAMS)
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(BODY.replace("SLEEP", str(sleep)))]
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture
+def dirs(tmp_path, monkeypatch):
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "book-figures"))
+    monkeypatch.setenv("NTP_EXECUTED_DIR", str(tmp_path / "book-executed"))
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    return tmp_path
+
+
+def test_an_explored_run_writes_the_explore_folder_and_never_the_books_figure(dirs):
+    nb = _notebook(dirs / "lin_rt.ipynb")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), "c")
+    job = reproduce.Job(
+        entry, "quick", {"fig_id": "lin-rt", "profile": "quick", "seed": 3}, {"seed": 3}
+    )
+    outcome = reproduce.run_job(job, progress=False)
+    assert outcome.ok, outcome.message
+    assert "explored run" in outcome.message
+    explore = dirs / "results" / "explore" / "lin-rt"
+    assert (explore / "lin-rt.png").exists() and (explore / "lin-rt.ipynb").exists()
+    assert json.loads((explore / "lin-rt.json").read_text())["explored"] is True
+    assert not (dirs / "book-figures").exists() and not (dirs / "book-executed").exists()
+
+
+def test_a_notebook_run_by_hand_writes_the_explore_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("NTP_FIGURE_DIR", raising=False)
+    monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
+    provenance.savefig(plt.figure(), "lin-by-hand", {}, profile="paper")
+    assert (tmp_path / "results" / "explore" / "lin-by-hand" / "lin-by-hand.png").exists()
+    assert "Explored run" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--only", FIG, "--profile", "quick", "--set", "profile=paper"], "not allowed"),
+        (["--only", FIG, "--set", "fig_id=x"], "not allowed"),
+        (["--only", "bogus", "--only", FIG], "bogus"),
+        (["--list", "--only", FIG], "--list takes no other option"),
+        (["--list", "--profile", "quick"], "--list takes no other option"),
+        (["--only", FIG, "--set", "seed=1", "--set", "seed=2"], "given twice"),
+    ],
+)
+def test_flags_are_checked_together_before_anything_runs(monkeypatch, capsys, argv, message):
+    started = []
+    monkeypatch.setattr(reproduce, "execute", lambda jobs, n: started.append(jobs) or [])
+    assert reproduce.main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert started == []
+
+
+def test_a_repeated_id_runs_once():
+    jobs = reproduce.plan([FIG, FIG], "quick", {}, REG)
+    assert [j.entry.fig_id for j in jobs] == [FIG]
+
+
+def test_nan_and_inf_are_read_as_users_type_them():
+    parsed = reproduce.parse_set(["a=nan", "b=inf", "c=-inf", "d=NaN", "e=1e-3"])
+    assert (
+        str(parsed["a"]) == "nan" and parsed["b"] == float("inf") and parsed["c"] == -float("inf")
+    )
+    assert str(parsed["d"]) == "nan" and parsed["e"] == 1e-3
+    spec = registry.ParamSpec("step_size", 0.5, "eta", "[>0]")
+    with pytest.raises(ParameterError, match="must be finite, got nan"):
+        spec.check(parsed["a"], "--set")
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from ntpcore.pipeline import registry, runner
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", sys.argv[1], "c")
+    runner.load_registry = lambda: {"lin-rt": entry}
+    sys.exit(runner.main(["--only", "lin-rt", "--profile", "quick"]))
+    """
+)
+
+
+def test_sigterm_says_what_was_kept_and_leaves_no_staging_folder(tmp_path):
+    nb = _notebook(tmp_path / "lin_rt.ipynb", sleep=60)
+    env = {
+        **os.environ,
+        "NTP_FIGURE_DIR": str(tmp_path / "f"),
+        "NTP_EXECUTED_DIR": str(tmp_path / "e"),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(nb)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    build = paths.ROOT / "_build"
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(build.glob(f"ntp-{proc.pid}-lin-rt-*")):
+        time.sleep(0.2)
+    assert list(build.glob(f"ntp-{proc.pid}-lin-rt-*")), "the run never started"
+    time.sleep(3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted: 0 of 1 figure(s) finished" in err
+    assert "Traceback" not in err
+    assert not list(build.glob(f"ntp-{proc.pid}-*")), "a staging folder was left behind"
+    assert not (tmp_path / "f").exists()

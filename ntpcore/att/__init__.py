@@ -11,19 +11,30 @@ Conventions
 * labels ``labels`` (n,);
 * attention weights ``W`` (d, d) with scores :math:`z_{it} = x_{it}^\top W \bar x_i`.
 
-The three functions named by the paper's issue:
+The paper's three central objects:
 
-* :func:`token_priority_graphs` — the K TPGs :math:`G^{(k)}` (networkx DiGraphs);
-* :func:`graph_svm` — the Graph-SVM direction :math:`W^{\mathrm{svm}}` (d, d), raising
-  :class:`ntpcore.errors.InfeasibleError` with the reason when infeasible;
+* :func:`token_priority_graphs` — the K TPGs :math:`G^{(k)}` (networkx DiGraphs; book
+  ``att-def-tpg``, SCCs ``att-def-scc``);
+* :func:`graph_svm` — the Graph-SVM direction :math:`W^{\mathrm{svm}}` (d, d) (book
+  ``att-def-graph-svm``), raising :class:`ntpcore.errors.InfeasibleError` with the reason when
+  infeasible;
 * :func:`finite_component` — :math:`W^{\mathrm{fin}}`, the minimiser of the reduced loss on the
-  cyclic subspace (convex solve).
+  cyclic subspace (book ``att-def-wfin``).
 
-and the rest of the paper's machinery, re-exported from the implementation modules:
-:mod:`ntpcore.att.priority` (SCCs, priority order, local TPGs), :mod:`ntpcore.att.svm` (subspaces,
-projections, cvxpy references, regularization path), :mod:`ntpcore.att.dynamics` (losses,
-closed-form gradients, GD / normalized GD, batched), :mod:`ntpcore.att.automaton` (hard retrieval
-+ soft composition) and :mod:`ntpcore.att.data` (generators, exact toys).  The torch model is
+By the convergence theorem [att, Thm. ``thm_cyclic_gd``] (book ``att-thm-gd``), gradient descent
+on the log-loss gives :math:`W(\tau) \approx R(\tau) W^{\mathrm{svm}}/\|W^{\mathrm{svm}}\|
++ W^{\mathrm{fin}} + \Pi_{S^\perp} W(0)` with :math:`R(\tau) \to \infty`.
+
+The rest of the paper's machinery is re-exported from the modules, one per job:
+:mod:`~ntpcore.att.priority` (TPGs, SCCs, priority order, local TPGs), :mod:`~ntpcore.att.svm`
+(the Graph-SVM program and its solvers), :mod:`~ntpcore.att.finite` (subspaces
+:math:`S, S_\mathrm{fin}, S_\mathrm{svm}` and :math:`W^{\mathrm{fin}}`),
+:mod:`~ntpcore.att.regpath` (regularization path), :mod:`~ntpcore.att.linalg` (generators,
+bases, projections), :mod:`~ntpcore.att.dynamics` (losses, closed-form gradients, GD /
+normalized GD, batched), :mod:`~ntpcore.att.automaton` (hard retrieval + soft composition) and
+:mod:`~ntpcore.att.data` (generators, exact toys); ``cos`` is :func:`ntpcore.core.metrics.cos`,
+the papers' "correlation".  Public submodules not re-exported: :mod:`~ntpcore.att.experiments`
+(cached experiments behind the figures), :mod:`~ntpcore.att.plots` and the torch model
 :class:`ntpcore.att.oracle.OneLayerAttention` (imported on demand: torch is heavy).
 """
 

@@ -1,4 +1,5 @@
-r"""The automaton of §2.10: hard retrieval followed by soft composition.
+r"""The automaton of the self-attention paper (key ``att``): hard retrieval followed by soft
+composition [att, abstract] (book ``att-prop-automaton``).
 
 After training, :math:`W(\tau) \approx R(\tau) \hat W^{\mathrm{svm}} + W^{\mathrm{fin}}` with
 :math:`R(\tau) \to \infty`.  For an input X with last token k and token multiplicities

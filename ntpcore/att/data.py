@@ -1,7 +1,8 @@
 r"""Data for the self-attention paper (key ``att``): random embeddings, sequences, labels with
-graph-conditioned rejection sampling, and the exact toy datasets of §2.4–2.5 and §3.5.
+graph-conditioned rejection sampling, and exact toy datasets for the Graph-SVM (book
+``att-def-graph-svm``), the finite component (``att-def-wfin``) and the conceptual figure.
 
-Random protocol (§3, re-derived; no data or code of the authors is used)
+Random protocol of the paper's experiments (re-derived; no data or code of the authors is used)
     * embeddings: rows i.i.d. :math:`N(0, I_d)` normalised to unit norm (``"gaussian"``), or the
       first K rows of a random orthogonal matrix (``"orthonormal"``, needs K <= d);
     * sequences: T **distinct** tokens drawn uniformly (T <= K); for T > K a random permutation
@@ -109,14 +110,14 @@ def sample_dataset(
 
 #: Exact toy datasets (E = I_K, 0-based ids).  Values in comments are exact.
 TOYS: dict[str, tuple[list[list[int]], list[int], int]] = {
-    # §2.4: edges 0->1, 0->2 in G^(2); W_svm[:, 2] = (2/3, -1/3, -1/3).
+    # Graph-SVM toy: edges 0->1, 0->2 in G^(2); W_svm[:, 2] = (2/3, -1/3, -1/3).
     "acyclic": ([[0, 1, 2]], [0], 3),
-    # §2.4–2.5: SCCs {0,1}, {2}; W_svm[:, 2] = (1/3, 1/3, -2/3); W_fin = (log 2 / 2)(e0 - e1)e2^T;
+    # cyclic toy: SCCs {0,1}, {2}; W_svm[:, 2] = (1/3, 1/3, -2/3); W_fin = (log 2 / 2)(e0 - e1)e2^T;
     # composition on (0, 1, 2): (2/3, 1/3, 0).
     "cyclic": ([[0, 1, 2], [0, 1, 2], [1, 0, 2]], [0, 0, 1], 3),
-    # §5.8: label frequencies 3:1 -> composition (3/4, 1/4).
+    # the cyclic toy with label frequencies 3:1 -> composition (3/4, 1/4).
     "cyclic-3to1": ([[0, 1, 2]] * 3 + [[1, 0, 2]], [0, 0, 0, 1], 3),
-    # §3.5 conceptual figure (last token 5): SCCs A={0,1} > B={2,3} > {4}, {5} (incomparable
+    # conceptual figure (last token 5): SCCs A={0,1} > B={2,3} > {4}, {5} (incomparable
     # sinks); W_svm[:, 5] = (1, 1, 0, 0, -1, -1), ||W_svm||^2 = 4;
     # W_fin = (log 2 / 2)(e0 - e1)e5^T (labels 0,0,1 in A; 2,3 in B).
     "conceptual": (
@@ -124,7 +125,7 @@ TOYS: dict[str, tuple[list[list[int]], list[int], int]] = {
         [0, 1, 2, 3, 0],
         6,
     ),
-    # §5.20: G^(2) is one SCC {0,1,2} -> W_svm = 0 and GD converges to the finite point
+    # G^(2) is one SCC {0,1,2} -> W_svm = 0 and GD converges to the finite point
     # W_fin[:, 2] = (2 log 2 / 3, -log 2 / 3, -log 2 / 3): composition (1/2, 1/4, 1/4).
     "fully-cyclic": ([[0, 1, 2], [1, 0, 2], [0, 1, 2], [0, 1, 2]], [0, 0, 1, 2], 3),
 }

@@ -1,15 +1,16 @@
 r"""Losses, closed-form gradients and (normalized) gradient descent for one self-attention
 layer, batched over independent problems (trials) — the hot path of the ``att`` experiments.
 
-Model (§1.2): for sequence ``i`` with embedded tokens ``X_i`` (T, d) and last token
+Model (book ``att-eq-model``): for sequence ``i`` with embedded tokens ``X_i`` (T, d) and last token
 :math:`\bar x_i = x_{iT}` the scores are :math:`z_i = X_i W \bar x_i` and the attention is
 :math:`s_i = \mathbb S(z_i)` (softmax over the positions allowed by a mask).
 
 Heads and losses
-    ``("identity", "log")``      §1.3/1.5: :math:`f_W(X)_k = \sum_{t: a_t = k} s_t` (the head with
-                                 :math:`C E^\top = I`), loss :math:`-\log f_W(X)_y`.
+    ``("identity", "log")``      :math:`f_W(X)_k = \sum_{t: a_t = k} s_t` (the head with
+                                 :math:`C E^\top = I`), loss :math:`-\log f_W(X)_y`
+                                 (book ``att-eq-loss``).
     ``("identity", "squared")``  :math:`(1 - f_W(X)_y)^2`.
-    ``("general", "ce")``        §2.11: logits :math:`u = E X^\top s`, loss
+    ``("general", "ce")``        ``att-conj-local``: logits :math:`u = E X^\top s`, loss
                                  :math:`-\log \mathbb S(u)_y` (nonconvex in W).
     ``("general", "squared")``   :math:`(1 - \mathbb S(u)_y)^2`.
 
@@ -20,7 +21,8 @@ Gradient (all cases): with :math:`g_i = \partial \ell_i / \partial s_i` the soft
     \nabla L(W) = \sum_i w_i\, X_i^\top \frac{\partial \ell_i}{\partial z_i}\, \bar x_i^\top ,
 
 a sum of rank-one matrices :math:`(e_j - e_{y_i}) \bar x_i^\top` for the identity log-loss, hence
-:math:`\nabla L(W) \in S` (appendix Lemma 6(ii)).  For the identity log-loss
+:math:`\nabla L(W) \in S` [att, App. Lemma 6(ii)] (book ``att-eq-grad``, ``att-lem-subspace``).
+For the identity log-loss
 :math:`\partial \ell_i / \partial z_i = s_i - q_i`, :math:`q_i` = :math:`s_i` restricted to the
 label positions and renormalised.
 

@@ -124,7 +124,8 @@ def _scc_onehot(tokens: np.ndarray, structures) -> np.ndarray:
 # ============================================================================================
 @dataclass(frozen=True)
 class AttGlobalConfig:
-    """Global-convergence experiment (§3.1–3.3; plain GD for the theorem's setting)."""
+    """Global-convergence experiment: the paper's acyclic and cyclic TPG figures (NGD), and plain
+    GD for the setting of the theorem (book ``att-thm-gd``)."""
 
     seed: int = 0  # base seed; trial r uses SeedSequence(seed).spawn(n_trials)[r]
     n_trials: int = 10  # independent trials (data, embeddings, init, SVM redrawn)
@@ -298,11 +299,11 @@ def run_global(cfg: AttGlobalConfig) -> dict:
 
 
 # ============================================================================================
-# local convergence with the general head (CE / squared loss), §2.11 / §3.4
+# local convergence with the general head (CE / squared loss), book att-conj-local
 # ============================================================================================
 @dataclass(frozen=True)
 class AttLocalConfig:
-    """Local convergence with the nonconvex general head (§3.4)."""
+    """Local convergence with the nonconvex general head (book ``att-conj-local``)."""
 
     seed: int = 0  # base seed (the same datasets and inits serve every loss: paired runs)
     n_trials: int = 10  # independent trials
@@ -331,7 +332,8 @@ def run_local(cfg: AttLocalConfig) -> dict:
     """NGD with the general head ``u = E X^T s`` for each loss, then global vs local Graph-SVM.
 
     Pass 1: W(τ) for every (loss, trial) in one batch.  From the final attention, selected and
-    ambiguous tokens (§2.11) give the local TPGs, the local Graph-SVM and the local S_fin.
+    ambiguous tokens (:func:`ntpcore.att.priority.select_tokens`) give the local TPGs, the local
+    Graph-SVM and the local S_fin.
     Pass 2 (one batch): the reduced runs from 0 with the same loss/head, on the global reduced
     data (label's SCC in the data TPG) and on the local reduced data (SCC of the selected tokens
     in the local TPG; label = true label).  Arrays are ``(n_losses, n_trials, S)``.
@@ -433,11 +435,12 @@ def run_local(cfg: AttLocalConfig) -> dict:
 
 
 # ============================================================================================
-# regularization path (§2.8)
+# regularization path (book att-thm-regpath)
 # ============================================================================================
 @dataclass(frozen=True)
 class AttRegPathConfig:
-    """Regularization path W_R = argmin_{||W|| <= R} L(W) on cyclic data (§2.8)."""
+    """Regularization path W_R = argmin_{||W|| <= R} L(W) on cyclic data (book
+    ``att-thm-regpath``)."""
 
     seed: int = 0  # base seed
     n_trials: int = 10  # independent datasets
@@ -445,7 +448,16 @@ class AttRegPathConfig:
     seq_len: int = 4  # T
     vocab_size: int = 6  # K
     dim: int = 8  # d
-    radii: tuple = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 30.0)  # R grid (<= 30: see §2.8)
+    radii: tuple = (
+        0.5,
+        1.0,
+        2.0,
+        3.0,
+        5.0,
+        10.0,
+        20.0,
+        30.0,
+    )  # R grid (<= 30: beyond, the solver stalls)
 
 
 @cached
@@ -531,7 +543,7 @@ def run_scc_stats(cfg: AttSCCStatsConfig) -> dict:
 
 
 # ============================================================================================
-# conceptual figure (§3.5) and the automaton playground
+# conceptual figure and the automaton playground (book att-prop-automaton)
 # ============================================================================================
 @dataclass(frozen=True)
 class AttConceptualConfig:

@@ -127,7 +127,7 @@ def _reduced_problem(E, tokens, labels, graphs=None):
 
 def reduced_log_loss(W, E, tokens, labels) -> float:
     r""":math:`L_\mathrm{fin}(W)`: log-loss of the reduced sequences (cyclic samples only),
-    query = original last token, normalised by the full ``n`` (§2.5)."""
+    query = original last token, normalised by the full ``n`` (book ``att-def-wfin``)."""
     E = check_embeddings(E)
     tok, lab = check_tokens(tokens, labels, E.shape[0])
     structures = scc_structures(token_priority_graphs(tok, lab, E.shape[0]))
@@ -149,7 +149,7 @@ def finite_component(
     method: str = "newton",
     graphs: Sequence[nx.DiGraph] | None = None,
 ) -> NDArray[np.float64]:
-    r"""The finite component :math:`W^{\mathrm{fin}}` of §2.5, shape (d, d).
+    r"""The finite component :math:`W^{\mathrm{fin}}` (book ``att-def-wfin``), shape (d, d).
 
     .. math::
         W^{\mathrm{fin}} = \arg\min_{W \in S_\mathrm{fin}} \frac1n \sum_{i\ \mathrm{cyclic}}

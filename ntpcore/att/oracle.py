@@ -4,14 +4,16 @@ r"""One-layer self-attention model of the ``att`` paper (torch, float64).
     s(X; W) = \mathbb S(X W \bar x) \in \Delta^{T-1}, \qquad f_W(X) = C X^\top s(X; W)
 
 with the combined key-query matrix ``W`` (d, d) as the only trainable parameter, the last token
-:math:`\bar x` as query (it also attends to itself) and identity value matrix (§1.2).
+:math:`\bar x` as query (it also attends to itself) and identity value matrix (book
+``att-eq-model``).
 
 Heads
-    ``"identity"`` (§1.3): :math:`C E^\top = I_K`, so :math:`f_W(X)_k = \sum_{t:a_t=k} s_t` is the
+    ``"identity"``: :math:`C E^\top = I_K`, so :math:`f_W(X)_k = \sum_{t:a_t=k} s_t` is the
     attention mass on token k — a probability vector over the vocabulary.  Implemented by
     scattering the attention onto token ids (valid for any K); :meth:`head_matrix` returns the
     explicit :math:`C = (E E^\top)^{-1} E` when E has full row rank.
-    ``"general"`` (§2.11): :math:`C = E`, i.e. vocabulary logits :math:`E X^\top s`.
+    ``"general"`` (book ``att-conj-local``): :math:`C = E`, i.e. vocabulary logits
+    :math:`E X^\top s`.
 
 This module is the autograd oracle of the closed-form, batched numpy gradients in
 :mod:`ntpcore.att.dynamics`; the experiments use the latter.

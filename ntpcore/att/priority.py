@@ -10,8 +10,8 @@ A vocabulary ``[K] = {0, ..., K-1}`` (0-based ids, as in the code), sequences of
 ``k_i = tokens[i, -1]``, and next-token labels ``labels`` of shape ``(n,)``.  ``V_i`` is the set of
 distinct tokens of sequence ``i``.
 
-Token-priority graph
---------------------
+Token-priority graph (book ``att-def-tpg``)
+-------------------------------------------
 For every token ``k`` the TPG :math:`G^{(k)}` is the directed graph on the nodes ``[K]`` with
 an edge
 
@@ -23,8 +23,8 @@ reads "the label has priority over every other token of its context"; the last t
 part of the context.  Only samples with last token ``k`` contribute to :math:`G^{(k)}`; untouched
 nodes are isolated singletons; repeated edges are irrelevant.
 
-SCCs and priority order
------------------------
+SCCs and priority order (book ``att-def-scc``)
+----------------------------------------------
 ``i ≍_k j`` (same SCC) iff ``i`` and ``j`` reach each other in :math:`G^{(k)}`;
 ``i ⇒_k j`` (strictly higher priority) iff ``j`` is reachable from ``i`` but not conversely;
 pairs that reach each other in neither direction are **incomparable**.  The condensation of
@@ -227,7 +227,8 @@ def is_acyclic(structures: Sequence[SCCStructure]) -> bool:
 def reduced_position_mask(tokens, labels, structures: Sequence[SCCStructure]) -> NDArray[np.bool_]:
     """``(n, T)`` bool: positions whose token lies in the SCC of the label in ``G^(k_i)``.
 
-    This is the reduced sequence :math:`\\tilde X_i` of §2.5; it always contains the label.
+    This is the reduced sequence :math:`\\tilde X_i` of book ``att-def-wfin``; it always
+    contains the label.
     """
     tok = np.asarray(tokens, dtype=np.int64)
     lab = np.asarray(labels, dtype=np.int64)
@@ -249,7 +250,7 @@ def cyclic_samples(tokens, labels, structures: Sequence[SCCStructure]) -> NDArra
 def select_tokens(
     tokens, attention_weights, K: int, *, c_thres: float = 1e-2, e_thres: float = 9e-3
 ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
-    r"""Tokens selected by a trained attention layer (§2.11).
+    r"""Tokens selected by a trained attention layer (book ``att-conj-local``).
 
     ``mass[i, j] = sum_{t: a_it = j} s_it``; selected ``C_i = {j: mass_ij > c_thres}``, ambiguous
     ``E_i = {j: e_thres < mass_ij <= c_thres}``.
@@ -275,7 +276,7 @@ def select_tokens(
 
 
 def local_token_priority_graphs(tokens, selected, ambiguous, K: int) -> list[nx.DiGraph]:
-    r"""Local TPGs of §2.11 built from the tokens that attention actually selects.
+    r"""Local TPGs (book ``att-conj-local``) built from the tokens that attention actually selects.
 
     For every sample with last token ``k`` and every selected ``c in C_i``, add ``c -> j`` for all
     ``j in V_i \ ({c} ∪ E_i)`` (ambiguous tokens are left out to avoid numerical ties).

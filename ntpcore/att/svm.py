@@ -303,7 +303,7 @@ def graph_svm_from_graphs(
 def graph_svm(
     E: ArrayLike, tokens: ArrayLike, labels: ArrayLike, *, method: str = "nnls"
 ) -> NDArray[np.float64]:
-    r"""The Graph-SVM direction :math:`W^{\mathrm{svm}}` of §2.4, shape (d, d).
+    r"""The Graph-SVM direction :math:`W^{\mathrm{svm}}` (book ``att-def-graph-svm``), shape (d, d).
 
     .. math::
         W^{\mathrm{svm}} = \arg\min_W \|W\|_F\ \text{s.t.}\
@@ -334,9 +334,9 @@ def graph_svm(
 
 
 def local_graph_svm(E, tokens, attention_weights, *, c_thres: float = 1e-2, e_thres: float = 9e-3):
-    r"""Local Graph-SVM of §2.11: the Graph-SVM of the local TPGs built from the tokens that a
-    trained attention layer selects (mass > ``c_thres``; ambiguous tokens with mass in
-    ``(e_thres, c_thres]`` are left out of the edges).
+    r"""Local Graph-SVM (book ``att-conj-local``): the Graph-SVM of the local TPGs built from
+    the tokens that a trained attention layer selects (mass > ``c_thres``; ambiguous tokens
+    with mass in ``(e_thres, c_thres]`` are left out of the edges).
 
     Parameters
     ----------
@@ -357,9 +357,10 @@ def graph_svm_cvxpy(
 ) -> NDArray[np.float64]:
     """Independent cvxpy formulation of the Graph-SVM (reference for tests).
 
-    Constraints are written per sample and per position, as in §2.4: for sample ``i`` with label
-    ``y`` and last token ``k``, every position token ``j != y`` gives ``(e_y - e_j)^T W e_k == 0``
-    if ``y`` and ``j`` reach each other in ``G^(k)`` and ``>= 1`` otherwise (vectorised per k).
+    Constraints are written per sample and per position, as in the authors' experiments: for
+    sample ``i`` with label ``y`` and last token ``k``, every position token ``j != y`` gives
+    ``(e_y - e_j)^T W e_k == 0`` if ``y`` and ``j`` reach each other in ``G^(k)`` and ``>= 1``
+    otherwise (vectorised per k).
     """
     import cvxpy as cp
 

@@ -1,4 +1,5 @@
-"""Benchmarks of the self-attention part (key ``att``) against the anchors of PERFORMANCE.md.
+"""Benchmarks of the self-attention part (key ``att``) against the authors' run times (the
+performance page of the book, ``book/att/experiments.md``).
 
 * ``cyclic``: the cyclic experiment (n=6, T=4, K=6, d=8, NGD lr 0.01, 4000 steps, 10 trials,
   W and W^fin runs + Graph-SVM per trial), batched numpy with closed-form gradients;
@@ -21,7 +22,7 @@ import numpy as np
 
 from ntpcore.bench.timing import measure
 
-#: The authors' times on a CI-like machine (PERFORMANCE.md), seconds.
+#: The authors' times on a CI-like machine, seconds (reported in ``book/att/experiments.md``).
 AUTHORS_SECONDS = {"cyclic": 56.0, "local": 31.0}
 
 

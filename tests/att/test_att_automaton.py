@@ -1,5 +1,5 @@
-"""The automaton of §2.10 (hard retrieval + soft composition) against exact toys and against
-trained models (spec §5.7, §5.19, §5.20)."""
+"""The automaton (book att-prop-automaton: hard retrieval + soft composition) against exact toys and
+against trained models (book att-def-wfin; the fully cyclic toy)."""
 
 from __future__ import annotations
 
@@ -67,9 +67,9 @@ def test_trained_model_matches_the_toy_automaton():
 @pytest.mark.theory
 @pytest.mark.parametrize("seed", range(3))
 def test_trained_model_matches_the_automaton_on_random_data(seed):
-    """§5.19: after 6000 NGD steps (lr 0.01) the model and the automaton agree within TV
-    5e-3 on every training sequence and on novel test sequences of tokens seen with their last
-    token, whose top W^svm score is unique (margin >= 0.5).  (Tokens never seen with the last
+    """book att-prop-automaton: after 6000 NGD steps (lr 0.01) the model and the automaton agree
+    within TV 5e-3 on every training sequence and on novel test sequences of tokens seen with their
+    last token, whose top W^svm score is unique (margin >= 0.5). (Tokens never seen with the last
     token converge more slowly: their score gap is set by the geometry of E alone.)"""
     rng = np.random.default_rng(seed)
     data = sample_dataset(rng, 6, 4, 6, 8, graph="cyclic")
@@ -94,7 +94,7 @@ def test_trained_model_matches_the_automaton_on_random_data(seed):
 
 
 def test_fully_cyclic_data_converges_to_a_finite_point():
-    """§5.20: W^svm = 0, plain GD converges (||grad|| -> 0) and Pi_S W -> W^fin."""
+    """Fully cyclic toy: W^svm = 0, plain GD converges (||grad|| -> 0) and Pi_S W -> W^fin."""
     d = toy_dataset("fully-cyclic")
     P = make_problem(d.E, d.tokens, d.labels)
     W0 = np.random.default_rng(1).standard_normal((1, 3, 3))

@@ -1,6 +1,7 @@
-"""Losses, gradients and descent (spec §1.5–1.6, §5.9–5.13): the closed-form batched numpy
-gradients against torch autograd and finite differences, the gradient lying in S, convexity of
-the identity log-loss (and its failure for the general head), and the frozen S-perp part."""
+"""Losses, gradients and descent (book att-eq-loss, att-eq-grad, att-lem-subspace): the closed-form
+batched numpy gradients against torch autograd and finite differences, the gradient lying in S,
+convexity of the identity log-loss (and its failure for the general head), and the frozen S-perp
+part."""
 
 from __future__ import annotations
 
@@ -101,14 +102,15 @@ def test_identity_log_loss_is_convex_general_head_is_not():
     E, tok, lab, rng = _data(11, T=4, K=6)
     dd = _second_differences(make_problem(E, tok, lab), rng)
     assert dd.min() >= -1e-10
-    # negative control: the general head with cross-entropy is nonconvex (spec §5.11)
+    # negative control: the general head with cross-entropy is nonconvex (book att-lem-convex)
     dd_gen = _second_differences(make_problem(E, tok, lab, head="general", loss="ce"), rng)
     assert dd_gen.min() < -1e-6
 
 
 @pytest.mark.parametrize("normalized", [False, True])
 def test_s_perp_component_frozen(normalized):
-    """§5.13: the gradient lies in S, so Pi_Sperp W(tau) = Pi_Sperp W(0) for GD and NGD."""
+    """book att-lem-subspace: the gradient lies in S, so Pi_Sperp W(tau) = Pi_Sperp W(0) for GD and
+    NGD."""
     data = sample_dataset(np.random.default_rng(2), 6, 4, 6, 8, graph="cyclic")
     sub = subspaces(data.E, data.tokens, data.labels)
     assert sub.S.shape[0] < 64  # S is a proper subspace, so the test is not empty
@@ -185,7 +187,8 @@ def test_problem_rejects_bad_inputs():
 
 
 def test_metric_conventions():
-    """§5.22: corr is 0 against a zero matrix; the largest attention lies in [1/T, 1]."""
+    """cos (the "correlation") is 0 against a zero matrix; the largest attention lies in [1/T,
+    1]."""
     from ntpcore.att import cos
 
     A = np.arange(9.0).reshape(3, 3)

@@ -1,5 +1,5 @@
-"""The paper's experiments at full size (they take about a second each thanks to batching):
-spec §5.14–5.17 and §5.21, checked on the cached library functions run uncached."""
+"""The paper's experiments at full size (they take about a second each thanks to batching): book
+att-thm-gd and book att-conj-local, checked on the cached library functions run uncached."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ def cyclic():
 
 
 def test_cyclic_experiment(cyclic):
-    """§5.15 (10 seeds): corr >= 0.975, the two correlations within 0.01, the finite part
-    within 0.02, attention on the best SCC >= 0.995, loss near L*."""
+    """book att-thm-gd, cyclic (10 seeds): corr >= 0.975, the two correlations within 0.01, the
+    finite part within 0.02, attention on the best SCC >= 0.995, loss near L*."""
     r = cyclic
     c_svm, c_full = r["corr_svm"][:, -1].mean(), r["corr_full"][:, -1].mean()
     assert c_svm >= 0.975
@@ -36,8 +36,8 @@ def test_cyclic_experiment(cyclic):
 
 
 def test_acyclic_experiment():
-    """§5.14: corr >= 0.985, non-decreasing after tau 200 (slack 1e-3), loss < 1e-3,
-    attention on the label >= 0.999."""
+    """book att-thm-gd, acyclic: corr >= 0.985, non-decreasing after tau 200 (slack 1e-3), loss <
+    1e-3, attention on the label >= 0.999."""
     r = att.run_global.__wrapped__(
         att.AttGlobalConfig(n_samples=4, seq_len=6, vocab_size=8, graph="acyclic")
     )
@@ -50,8 +50,8 @@ def test_acyclic_experiment():
 
 
 def test_plain_gd():
-    """§5.16: plain GD (eta 0.5 <= 1/L_W): corr increasing and >= 0.97, the finite part
-    within 1e-3 of W^fin, and a norm that grows sublinearly."""
+    """book att-thm-gd with plain GD (eta 0.5 <= 1/L_W): corr increasing and >= 0.97, the finite
+    part within 1e-3 of W^fin, and a norm that grows sublinearly."""
     r = att.run_global.__wrapped__(
         att.AttGlobalConfig(n_trials=3, optimizer="gd", step_size=0.5, n_steps=20000)
     )
@@ -65,9 +65,9 @@ def test_plain_gd():
 
 
 def test_local_convergence_experiment():
-    """§5.21 (statistical, 10 seeds): the local Graph-SVM predicts the direction
-    (corr >= 0.97), the global one does not (corr <= 0.9); the local norm difference is not
-    larger than the global one (they coincide when every label is selected)."""
+    """book att-conj-local (statistical, 10 seeds): the local Graph-SVM predicts the direction (corr
+    >= 0.97), the global one does not (corr <= 0.9); the local norm difference is not larger than
+    the global one (they coincide when every label is selected)."""
     r = att.run_local.__wrapped__(att.AttLocalConfig())
     for a in range(2):
         assert r["corr_local"][a][:, -1].mean() >= 0.97

@@ -1,5 +1,5 @@
-"""Finite component W^fin (spec §2.5, §5.7–5.8, §5.18, §5.20) and the regularization path
-(§5.17)."""
+"""Finite component W^fin (book att-def-wfin; the fully cyclic toy) and the regularization path
+(book att-thm-regpath)."""
 
 from __future__ import annotations
 
@@ -79,8 +79,8 @@ def test_newton_matches_cvxpy_and_lies_in_s_fin(seed):
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_w_fin_equals_reduced_gd_from_zero(seed):
-    """§5.18: plain GD from 0 on the reduced loss stays in S_fin and reaches W^fin; normalized
-    GD at lr 0.01 (the paper's recipe) ends within 0.02."""
+    """book att-def-wfin: plain GD from 0 on the reduced loss stays in S_fin and reaches W^fin;
+    normalized GD at lr 0.01 (the paper's recipe) ends within 0.02."""
     data = _cyclic(seed)
     W_fin = finite_component(data.E, data.tokens, data.labels)
     st = scc_structures(token_priority_graphs(data.tokens, data.labels, data.K))
@@ -95,7 +95,8 @@ def test_w_fin_equals_reduced_gd_from_zero(seed):
 
 
 def test_regularization_path():
-    """§5.17 on one cyclic dataset: corr increases, ||W_R|| = R, Pi_fin W_R -> W^fin."""
+    """book att-thm-regpath on one cyclic dataset: corr increases, ||W_R|| = R, Pi_fin W_R ->
+    W^fin."""
     data = _cyclic(0)
     radii = [1.0, 3.0, 10.0, 30.0]
     WR = regularization_path(data.E, data.tokens, data.labels, radii)

@@ -1,5 +1,5 @@
-"""Graph-SVM (spec §2.4, §5.3–5.8): closed-form toys, constraints, KKT, subspaces, an
-independent cvxpy formulation, invariances and infeasibility."""
+"""Graph-SVM (book att-def-graph-svm): closed-form toys, constraints, KKT, subspaces, an independent
+cvxpy formulation, invariances and infeasibility."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_closed_form_conceptual_toy_and_fully_cyclic():
     W = graph_svm(d.E, d.tokens, d.labels)
     np.testing.assert_allclose(W[:, 5], [1, 1, 0, 0, -1, -1], atol=1e-12)
     assert np.sum(W**2) == pytest.approx(4.0, abs=1e-12)
-    f = toy_dataset("fully-cyclic")  # every TPG one SCC: W_svm = 0 (spec §5.20)
+    f = toy_dataset("fully-cyclic")  # every TPG one SCC: W_svm = 0
     np.testing.assert_array_equal(graph_svm(f.E, f.tokens, f.labels), 0.0)
 
 
@@ -64,7 +64,8 @@ def test_constraints_kkt_and_subspaces(seed):
     W = res.W
     A_eq, A_in, _ = graph_svm_constraints(data.E, graphs)  # every edge of every TPG
     w = W.ravel()
-    # §5.4: constraint satisfaction (much tighter than 1e-6) and an active inequality
+    # book att-def-graph-svm: constraint satisfaction (much tighter than 1e-6) and an active
+    # inequality
     assert np.max(np.abs(A_eq @ w), initial=0.0) <= 1e-10
     assert np.min(A_in @ w) >= 1 - 1e-10
     assert np.any(np.abs(A_in @ w - 1) <= 1e-9)
@@ -76,7 +77,7 @@ def test_constraints_kkt_and_subspaces(seed):
     assert np.all(res.multipliers[~res.active] <= 1e-9)
     beta = np.linalg.lstsq(A_eq.T, w - A_in.T @ res.multipliers, rcond=None)[0]
     np.testing.assert_allclose(A_in.T @ res.multipliers + A_eq.T @ beta, w, atol=1e-9)
-    # §5.5 / Lemma 6(i): W_svm in S, orthogonal to S_fin
+    # [att, App. Lemma 6(i)]: W_svm in S, orthogonal to S_fin
     sub = subspaces(data.E, data.tokens, data.labels)
     nrm = np.linalg.norm(W)
     assert np.linalg.norm(W - sub.project(W, "S")) <= 1e-8 * nrm
@@ -139,7 +140,7 @@ def test_feasible_when_embeddings_independent():
 
 
 def test_infeasible_when_K_exceeds_d():
-    """K=12 tokens in d=3 (spec §2.4: 30/30 random sets infeasible); the error says why."""
+    """K=12 tokens in d=3 (book att-def-graph-svm: typically infeasible); the error says why."""
     n_inf = 0
     for seed in range(5):
         rng = np.random.default_rng(seed)
@@ -188,9 +189,9 @@ def test_rows_are_kron_vectorisations():
 
 
 def test_local_graph_svm_uses_the_selected_tokens():
-    """§2.11: the local Graph-SVM is the Graph-SVM of the graph of the selected tokens.  When
-    attention selects exactly the labels, it equals the global Graph-SVM; when it selects
-    another token, that token takes the label's place."""
+    """book att-conj-local: the local Graph-SVM is the Graph-SVM of the graph of the selected
+    tokens. When attention selects exactly the labels, it equals the global Graph-SVM; when it
+    selects another token, that token takes the label's place."""
     from ntpcore.att import local_graph_svm
 
     d = toy_dataset("acyclic")  # (0, 1, 2) -> 0

@@ -1,4 +1,4 @@
-"""Token-priority graphs and their SCCs (spec §5.1–5.2), and bad inputs."""
+"""Token-priority graphs and their SCCs (book att-def-tpg, att-def-scc), and bad inputs."""
 
 from __future__ import annotations
 

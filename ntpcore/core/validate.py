@@ -44,20 +44,30 @@ def as_float_array(
     return arr
 
 
-def as_prob_matrix(P: ArrayLike, name: str = "P", atol: float = 1e-8) -> NDArray[np.float64]:
-    """Validate a (V, m) matrix whose columns are probability vectors."""
+def as_prob_matrix(P: ArrayLike, name: str = "P", atol: float | None = None) -> NDArray[np.float64]:
+    """Validate a (V, m) matrix whose columns are probability vectors.
+
+    The tolerance on the column sums scales with the precision of the input: a float32
+    ``torch.softmax`` output (column sums off by ~1e-6) is accepted, a float64 one must
+    sum to 1 within 1e-8.  The result is float64.
+    """
+    src = np.asarray(P)
+    eps = np.finfo(src.dtype).eps if np.issubdtype(src.dtype, np.floating) else 0.0
     arr = as_float_array(P, name, ndim=2)
     if arr.shape[0] < 2 or arr.shape[1] < 1:
         raise DataError(f"{name} must have at least 2 rows (words) and 1 column, got {arr.shape}")
+    if atol is None:
+        atol = max(1e-8, 16.0 * np.sqrt(arr.shape[0]) * eps)
     if np.any(arr < 0):
         j = int(np.argwhere(arr < 0)[0, 1])
         raise DataError(f"{name} has negative entries (first in column {j})")
     sums = arr.sum(axis=0)
     bad = np.flatnonzero(np.abs(sums - 1.0) > atol)
     if bad.size:
+        j = int(bad[0])
         raise DataError(
-            f"columns of {name} must sum to 1; column {int(bad[0])} sums to {sums[bad[0]]:.6g}"
-            f" ({bad.size} bad column(s))"
+            f"columns of {name} must sum to 1 (within {atol:.1e} for {src.dtype} input); "
+            f"column {j} sums to 1 {sums[j] - 1.0:+.2e} ({bad.size} bad column(s))"
         )
     return arr
 

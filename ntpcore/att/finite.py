@@ -110,7 +110,8 @@ def subspaces(E, tokens, labels, *, graphs: Sequence[nx.DiGraph] | None = None) 
 # finite component
 # --------------------------------------------------------------------------------------------
 def _reduced_problem(E, tokens, labels, graphs=None):
-    """Shared set-up: cyclic samples, reduced masks, S_fin basis, Jacobians ``J`` (n, T, r)."""
+    """Shared set-up: d, ids, reduced masks, cyclic samples, S_fin basis, Jacobians ``J``
+    (n, T, r) and label positions."""
     E = check_embeddings(E)
     K, d = E.shape
     tok, lab = check_tokens(tokens, labels, K)
@@ -122,7 +123,7 @@ def _reduced_problem(E, tokens, labels, graphs=None):
     B = subspaces(E, tok, lab, graphs=graphs).S_fin  # (r, d*d)
     J = score_jacobian(E, tok, B)  # (n, T, r)
     label_pos = tok == lab[:, None]
-    return tok, lab, mask, cyc, B, J, label_pos
+    return d, tok, lab, mask, cyc, B, J, label_pos
 
 
 def reduced_log_loss(W, E, tokens, labels) -> float:
@@ -173,11 +174,9 @@ def finite_component(
         return finite_component_cvxpy(E, tokens, labels, graphs=graphs)
     if method != "newton":
         raise ValueError(f"method must be 'newton' or 'cvxpy', got {method!r}")
-    E = check_embeddings(E)
-    d = E.shape[1]
-    tok, lab, mask, cyc, B, J, label_pos = _reduced_problem(E, tokens, labels, graphs)
+    d, tok, lab, mask, cyc, B, J, label_pos = _reduced_problem(E, tokens, labels, graphs)
     r = B.shape[0]
-    if r == 0 or not cyc.any():
+    if r == 0 or not cyc.any():  # S_fin = {0} or no cyclic sample: W^fin = 0
         return np.zeros((d, d))
     n = len(lab)
     J, m, lp = J[cyc], mask[cyc], label_pos[cyc]  # keep cyclic samples
@@ -262,11 +261,9 @@ def finite_component_cvxpy(E, tokens, labels, *, graphs=None) -> NDArray[np.floa
     """
     import cvxpy as cp
 
-    E = check_embeddings(E)
-    d = E.shape[1]
-    tok, lab, mask, cyc, B, J, label_pos = _reduced_problem(E, tokens, labels, graphs)
+    d, tok, lab, mask, cyc, B, J, label_pos = _reduced_problem(E, tokens, labels, graphs)
     r = B.shape[0]
-    if r == 0 or not cyc.any():
+    if r == 0 or not cyc.any():  # S_fin = {0} or no cyclic sample: W^fin = 0
         return np.zeros((d, d))
     a = cp.Variable(r)
     terms = token_log_loss_terms(a, J, tok, lab, mask=mask, samples=np.flatnonzero(cyc))

@@ -361,3 +361,23 @@ def test_relative_environment_overrides_resolve_from_the_repository_root(monkeyp
     monkeypatch.setenv("NTP_CACHE_DIR", "/tmp/ntp-cache")
     assert paths.figure_dir() == ROOT / "_build" / "test" / "figures"
     assert paths.cache_dir() == Path("/tmp/ntp-cache")
+
+
+def test_the_table_of_contents_lists_every_figure_once_in_the_papers_order():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [
+        s["file"]
+        for part in toc["parts"]
+        for ch in part["chapters"]
+        for s in ch.get("sections", [])
+        if s.get("file", "").startswith("book/executed/")
+    ]
+    ids = [f.removeprefix("book/executed/") for f in files]
+    assert sorted(ids) == sorted(REG), "every registered figure appears once in _toc.yml"
+    for paper in ("lin", "geo", "att"):
+        numbered = [
+            int(REG[i].paper_label.split()[1].rstrip(","))
+            for i in ids
+            if i.startswith(paper) and REG[i].paper_label.startswith("Fig. ")
+        ]
+        assert numbered == sorted(numbered), f"{paper}: figures out of the paper's order"

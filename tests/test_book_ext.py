@@ -1,0 +1,70 @@
+"""The book's {ntpval} role and Claims tables read numbers from the runs' sidecars."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from ntpcore.pipeline import paths
+
+_spec = importlib.util.spec_from_file_location(
+    "ntpclaims", paths.BOOK_DIR / "_ext" / "ntpclaims.py"
+)
+ntpclaims = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ntpclaims)
+
+SIDE = {
+    "profile": "quick",
+    "metrics": {"adam_ce_excess": 6.2e-5, "nested": {"corr": 0.98765}},
+    "claims": [
+        {"id": "lin-x:aligned", "status": "pass", "measured": 0.991},
+        {"id": "lin-x:long", "status": "not-evaluated", "measured": 0.2},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("value", "spec", "text"),
+    [
+        (6.2e-5, ".1e", "6.2·10⁻⁵"),
+        (0.98765, ".3g", "0.988"),
+        (12, "d", "12"),
+        (True, ".3g", "True"),
+    ],
+)
+def test_numbers_are_formatted_as_the_book_prints_them(value, spec, text):
+    assert ntpclaims.format_value(value, spec) == text
+
+
+def test_lookup_reads_metrics_nested_metrics_and_evaluated_claims():
+    assert ntpclaims._lookup(SIDE, "adam_ce_excess") == 6.2e-5
+    assert ntpclaims._lookup(SIDE, "nested.corr") == 0.98765
+    assert ntpclaims._lookup(SIDE, "claim:aligned") == 0.991
+    with pytest.raises(KeyError, match="not evaluated"):
+        ntpclaims._lookup(SIDE, "claim:long")
+    with pytest.raises(KeyError, match="no metric"):
+        ntpclaims._lookup(SIDE, "missing")
+
+
+def test_the_summary_line_counts_every_status(tmp_path, monkeypatch):
+    claims = [
+        {"status": "pass", "profile": "paper"},
+        {"status": "fail", "profile": "paper"},
+        {"status": "not-evaluated", "profile": "paper"},
+        {"status": "pass", "profile": "paper"},
+    ]
+    line = ntpclaims.summary_line(claims)
+    assert "4 claims: 2 hold, 1 do not, 1 not evaluated" in line
+
+
+def test_all_claims_collects_the_registered_figures_sidecars(tmp_path, monkeypatch):
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path))
+    fig_id = "lin-toy-solutions"
+    (tmp_path / f"{fig_id}.json").write_text(
+        json.dumps({"profile": "quick", "claims": [{"id": f"{fig_id}:a", "status": "pass"}]})
+    )
+    found = ntpclaims.all_claims()
+    assert [c["id"] for c in found] == [f"{fig_id}:a"]
+    assert found[0]["paper_key"] == "lin"

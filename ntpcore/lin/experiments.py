@@ -63,10 +63,6 @@ __all__ = [
 ]
 
 
-def _steps(n_steps: int, n_records: int) -> np.ndarray:
-    return log_steps(n_steps, n_records)
-
-
 def _traj_out(
     tr: lin.Trajectory,
     keys=(
@@ -83,6 +79,21 @@ def _traj_out(
 ) -> dict:
     out = {"steps": tr.steps.astype(np.int64)}
     out.update({k: tr.metrics[k] for k in keys})
+    return out
+
+
+def _trained(tr: lin.Trajectory, data: lin.NTPData, pair: dict) -> dict:
+    """The recorded metrics of a run and the limits of Theorem 2 they are measured against."""
+    out = _traj_out(tr)
+    out.update(
+        {
+            "entropy": data.entropy,
+            "norm_mm": pair["svm"].norm,
+            "norm_star": float(np.linalg.norm(pair["W_star"])),
+            "dim_F": pair["F"].dim,
+            "monotone": bool(np.all(np.diff(tr.loss) <= 1e-12)),
+        }
+    )
     return out
 
 
@@ -147,19 +158,10 @@ def run_toy_gd(cfg: LinToyGDConfig) -> dict:
         n_steps=cfg.n_steps,
         init=cfg.init,
         init_seed=cfg.seed,
-        record_steps=_steps(cfg.n_steps, cfg.n_records),
+        record_steps=log_steps(cfg.n_steps, cfg.n_records),
         pair=pair,
     )
-    out = _traj_out(tr)
-    out.update(
-        {
-            "entropy": data.entropy,
-            "norm_mm": pair["svm"].norm,
-            "norm_star": float(np.linalg.norm(pair["W_star"])),
-            "monotone": bool(np.all(np.diff(tr.loss) <= 1e-12)),
-        }
-    )
-    return out
+    return _trained(tr, data, pair)
 
 
 # ----------------------------------------------------------------------------- A.2 data
@@ -250,23 +252,14 @@ def run_train(cfg: LinTrainRunConfig) -> dict:
         n_steps=cfg.n_steps,
         init=cfg.init,
         init_seed=cfg.init_seed,
-        record_steps=_steps(cfg.n_steps, cfg.n_records),
+        record_steps=log_steps(cfg.n_steps, cfg.n_records),
         betas=(cfg.beta1, cfg.beta2),
         eps=cfg.eps,
         pair=pair,
     )
-    out = _traj_out(tr)
-    out.update(
-        {
-            "entropy": data.entropy,
-            "norm_mm": pair["svm"].norm,
-            "norm_star": float(np.linalg.norm(pair["W_star"])),
-            "dim_F": pair["F"].dim,
-            "monotone": bool(np.all(np.diff(tr.loss) <= 1e-12)),
-            "smoothness": lin.smoothness_bound(data.H, data.pi),
-            "compute_seconds": time.perf_counter() - t0,
-        }
-    )
+    out = _trained(tr, data, pair)
+    out["smoothness"] = lin.smoothness_bound(data.H, data.pi)
+    out["compute_seconds"] = time.perf_counter() - t0
     return out
 
 
@@ -612,7 +605,7 @@ def _run_full_support(cfg: LinTrainRunConfig) -> dict:
         optimizer="gd",
         eta=cfg.step_size,
         n_steps=cfg.n_steps,
-        record_steps=_steps(cfg.n_steps, cfg.n_records),
+        record_steps=log_steps(cfg.n_steps, cfg.n_records),
         metrics=metrics,
     )
     out = {"steps": tr.steps}

@@ -19,8 +19,8 @@ import numpy as np
 
 from ntpcore import lin
 from ntpcore.core.optim import log_steps
-from ntpcore.errors import IncompatibleError
 from ntpcore.lin.experiments import LinSupportConfig, synthetic_data
+from ntpcore.lin.subspace import require_compatible
 from ntpcore.pipeline.cache import cached
 
 __all__ = ["PerfLinScaleConfig", "run_lin_scale"]
@@ -49,12 +49,7 @@ def run_lin_scale(cfg: PerfLinScaleConfig) -> dict:
     svm = lin.ntp_svm_solve(data.H, data.S)
     t_svm = time.perf_counter() - t
     t = time.perf_counter()
-    fc = lin.finite_component_info(data.H, data.P)
-    if fc["residual"] > 1e-8 * max(1.0, fc["rhs_norm"]):
-        raise IncompatibleError(
-            f"the data are not NTP_H-compatible (residual {fc['residual']:.3g}); choose a "
-            "smaller support size or a larger dim"
-        )
+    fc = require_compatible(lin.finite_component_info(data.H, data.P))
     t_fin = time.perf_counter() - t
     pair = {"W_star": fc["W_star"], "W_mm": svm.W_mm, "F": fc["F"], "svm": svm}
     t = time.perf_counter()

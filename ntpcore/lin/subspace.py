@@ -214,7 +214,11 @@ def finite_component(H: ArrayLike, P: ArrayLike) -> Array:
     IncompatibleError  if the data are not NTP_H-compatible (eq. 4 has no solution): the
         residual of the least-squares solution exceeds 1e-8 max(1, ||b||).
     """
-    info = finite_component_info(H, P)
+    return require_compatible(finite_component_info(H, P))["W_star"]
+
+
+def require_compatible(info: dict) -> dict:
+    """``info`` of :func:`finite_component_info`, or IncompatibleError if (4) has no solution."""
     tol = COMPAT_TOL * max(1.0, info["rhs_norm"])
     if info["residual"] > tol:
         F = info["F"]
@@ -224,7 +228,7 @@ def finite_component(H: ArrayLike, P: ArrayLike) -> Array:
             f"rank {F.dim} < {F.n_generators} equations). This happens when the embeddings "
             "of contexts that share words are linearly dependent (e.g. d < m)."
         )
-    return info["W_star"]
+    return info
 
 
 def is_compatible(H: ArrayLike, P: ArrayLike) -> bool:

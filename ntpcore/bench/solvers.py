@@ -378,8 +378,10 @@ def bench_trainers(quick: bool) -> list[dict]:
             }
         )
 
-    from ntpcore.geo.corpus import synthetic_dataset, text_dataset
-    from ntpcore.geo.train import TrainConfig, epoch_seconds, naive_epoch_seconds
+    from ntpcore.bench.geo import epoch_seconds, naive_epoch_seconds
+    from ntpcore.geo.synthetic import synthetic_dataset
+    from ntpcore.geo.text import text_dataset
+    from ntpcore.geo.train import TrainConfig
 
     datasets = {"synthetic": synthetic_dataset()}
     if not quick:

@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.core.validate import as_float_array, as_support
 from ntpcore.errors import DataError
-from ntpcore.geo.corpus import support_groups
+from ntpcore.geo.data import support_groups
 
 
 def balanced_factors(

@@ -1,6 +1,6 @@
 r"""Training the geometry paper's models on distinct contexts [geo, §3.2].
 
-Every model maps the ``m`` distinct contexts of a :class:`~ntpcore.geo.corpus.ContextDataset`
+Every model maps the ``m`` distinct contexts of a :class:`~ntpcore.geo.data.ContextDataset`
 to logits :math:`L = W H (+ b 1^\top) \in \R^{V\times m}` (``W``: output-layer weight, the
 word embeddings; ``H``: the context embeddings, one column per context).  The loss is the
 authors' **sum** over the ``n`` training pairs [C, quirk §4.4.2], computed from the distinct
@@ -51,7 +51,7 @@ from ntpcore.core.io import atomic_path
 from ntpcore.core.logits import ce_excess, project_F
 from ntpcore.core.optim import log_steps
 from ntpcore.errors import DataError
-from ntpcore.geo.corpus import ContextDataset
+from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.logits import finite_logits
 
 MODELS = ("ufm", "transformer", "lstm")
@@ -61,10 +61,14 @@ PAPER_MILESTONES = (5000, 10000, 15000, 20000, 25000)
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """One training run.  Defaults are the paper's [geo §3.2, §4.3]."""
+class TrainProtocol:
+    """The training protocol, declared once: defaults are the paper's [geo, Sec. 3].
 
-    model: str = "ufm"  # ufm | transformer | lstm
+    Every training configuration extends it (:class:`TrainConfig` here, the experiment and
+    figure configurations of :mod:`ntpcore.geo.experiments.training`), so its fields stay
+    flat and keep the notebooks' parameter names.
+    """
+
     d: int = 128  # embedding dimension (UFM d, transformer/LSTM width)
     n_epochs: int = 30000  # full-batch AdamW steps
     lr: float = 1e-4  # initial learning rate
@@ -73,20 +77,33 @@ class TrainConfig:
     lr_gamma: float = 0.4  # step-wise decay factor
     seed: int = 0  # initialisation seed (numpy for the UFM, torch.Generator otherwise)
     n_records: int = 60  # number of log-spaced record epochs (plus 1, 10, 100, ...)
+
+    def __post_init__(self) -> None:
+        if self.n_epochs < 0 or self.d < 1 or self.lr <= 0 or self.weight_decay < 0:
+            raise DataError("need n_epochs >= 0, d >= 1, lr > 0 and weight_decay >= 0")
+        object.__setattr__(self, "lr_milestones", tuple(int(k) for k in self.lr_milestones))
+        post = getattr(super(), "__post_init__", None)  # next base of a combined config
+        if post is not None:
+            post()
+
+
+@dataclass(frozen=True)
+class TrainConfig(TrainProtocol):
+    """One training run: the protocol, the model and its architecture."""
+
+    model: str = "ufm"  # ufm | transformer | lstm
     tf_layers: int = 4  # transformer blocks
     tf_heads: int = 6  # transformer attention heads
     lstm_layers: int = 2  # stacked LSTM layers
-    lstm_bias: bool = True  # LSTM output-layer bias (authors' code; quirk 4.4.5)
+    lstm_bias: bool = True  # LSTM output-layer bias (the authors' code)
     dtype: str = "auto"  # auto (float64 UFM, float32 networks) | float32 | float64
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.model not in MODELS:
             raise DataError(f"model must be one of {MODELS}, got {self.model!r}")
         if self.dtype not in ("auto", "float32", "float64"):
             raise DataError(f"dtype must be auto, float32 or float64, got {self.dtype!r}")
-        if self.n_epochs < 0 or self.d < 1 or self.lr <= 0 or self.weight_decay < 0:
-            raise DataError("need n_epochs >= 0, d >= 1, lr > 0 and weight_decay >= 0")
-        object.__setattr__(self, "lr_milestones", tuple(int(k) for k in self.lr_milestones))
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -514,50 +531,6 @@ def train_torch(
     if checkpoint is not None and checkpoint.exists():
         checkpoint.unlink()
     return out
-
-
-def naive_epoch_seconds(
-    ds: ContextDataset, cfg: TrainConfig, n_epochs: int = 10, warmup: int = 2
-) -> float:
-    """Seconds per epoch of the authors' formulation, for timing comparisons only.
-
-    One full batch of all ``n`` training pairs (each context repeated by its count), every
-    position through every block, the UFM as a one-hot ``Linear(m, d)`` layer, autograd and
-    the default (non-fused) ``torch.optim.AdamW``; CPU, ``cfg.torch_dtype``.
-    """
-    model = build_model(ds, cfg)
-    ctx_idx, z = ds.samples()
-    target = torch.from_numpy(z)
-    if cfg.model == "ufm":
-        x: Any = torch.nn.functional.one_hot(torch.from_numpy(ctx_idx), ds.m).to(cfg.torch_dtype)
-    else:
-        x = torch.from_numpy(np.array(ds.contexts, dtype=np.int64)[ctx_idx])  # (n, T)
-
-    def logits() -> torch.Tensor:
-        if cfg.model == "ufm":
-            return (x @ model.H.t()) @ model.W.t()  # one-hot layer, then the output layer
-        if cfg.model == "lstm":
-            return model(x)
-        h = model.tok_embeddings(x)
-        for layer in model.layers:
-            h = layer(h, last_only=False)
-        return model.output(model.norm(h[:, -1]))
-
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    for k in range(warmup + n_epochs):
-        if k == warmup:
-            t0 = time.perf_counter()
-        loss = torch.nn.functional.cross_entropy(logits(), target, reduction="sum")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return (time.perf_counter() - t0) / n_epochs
-
-
-def epoch_seconds(ds: ContextDataset, cfg: TrainConfig, n_epochs: int = 10) -> float:
-    """Seconds per epoch of :func:`train` (this project's formulation), CPU."""
-    cfg = dataclasses.replace(cfg, n_epochs=n_epochs, n_records=2)
-    return float(train(ds, cfg, progress=False, device="cpu")["sec_per_epoch"])
 
 
 def train(ds: ContextDataset, cfg: TrainConfig, **kwargs: Any) -> dict[str, Any]:

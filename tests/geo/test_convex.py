@@ -7,8 +7,8 @@ import pytest
 
 from ntpcore import geo as g
 from ntpcore.errors import DataError
-from ntpcore.geo.corpus import synthetic_dataset
 from ntpcore.geo.svm import reduce_support
+from ntpcore.geo.synthetic import synthetic_dataset
 
 pytestmark = pytest.mark.theory
 

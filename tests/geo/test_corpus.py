@@ -6,12 +6,9 @@ import numpy as np
 import pytest
 
 from ntpcore.errors import DataError
-from ntpcore.geo.corpus import (
-    ContextDataset,
-    builtin_corpus_path,
-    synthetic_dataset,
-    text_dataset,
-)
+from ntpcore.geo.data import ContextDataset
+from ntpcore.geo.synthetic import synthetic_dataset
+from ntpcore.geo.text import builtin_corpus_path, text_dataset
 
 
 @pytest.fixture(scope="module")

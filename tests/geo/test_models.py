@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from ntpcore.geo.corpus import ContextDataset, synthetic_dataset
+from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.models.lstm import LSTMConfig, LSTMModel
 from ntpcore.geo.models.transformer import PrefixTrie, Transformer, TransformerConfig
 from ntpcore.geo.models.ufm import UFM, init_ufm
+from ntpcore.geo.synthetic import synthetic_dataset
 
 
 @pytest.fixture(scope="module")

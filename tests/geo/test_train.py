@@ -14,7 +14,8 @@ import torch.nn.functional as F
 
 from ntpcore.geo import ce
 from ntpcore.geo import train as gt
-from ntpcore.geo.corpus import ContextDataset, synthetic_dataset
+from ntpcore.geo.data import ContextDataset
+from ntpcore.geo.synthetic import synthetic_dataset
 
 SMALL = {"d": 16, "tf_layers": 1, "tf_heads": 2, "lstm_layers": 1}
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from ntpcore.errors import DataError
-from ntpcore.geo.corpus import synthetic_dataset
+from ntpcore.geo import train as gt
+from ntpcore.geo.data import subset_contexts
+from ntpcore.geo.experiments import convex as cx
 from ntpcore.geo.experiments import training as ex
+from ntpcore.geo.experiments.data import DataConfig, load_dataset
+from ntpcore.geo.synthetic import synthetic_dataset
 
 TINY = {"n_epochs": 30, "lr": 1e-3, "lr_milestones": (20,), "n_records": 6, "d": 16}
 
@@ -20,14 +26,14 @@ def cache(tmp_path, monkeypatch):
 
 def test_subset_keeps_whole_groups_in_order() -> None:
     ds = synthetic_dataset(seed=0)
-    sub = ex.subset_contexts(ds, 6)
+    sub = subset_contexts(ds, 6)
     assert sub.m == 6
     assert sub.counts.sum(axis=1).min() > 0  # unused next words dropped
     rows = {tuple(r) for r in ds.contexts.tolist()}
     assert all(tuple(r) in rows for r in sub.contexts.tolist())
     # the synthetic set opens with a same-support pair: it survives the subset
     assert any(len(g) == 2 for g in sub.support_groups)
-    assert ex.subset_contexts(ds, 0) is ds and ex.subset_contexts(ds, 99) is ds
+    assert subset_contexts(ds, 0) is ds and subset_contexts(ds, 99) is ds
 
 
 def test_configs_validate_and_share_runs() -> None:
@@ -42,6 +48,41 @@ def test_configs_validate_and_share_runs() -> None:
         ex.TrainSetup(models=("gpt",))
     with pytest.raises(DataError):
         ex.LabelledConfig(which="both")
+
+
+def test_protocol_is_declared_once() -> None:
+    # every training configuration carries exactly the protocol's fields, flat
+    protocol = {f.name for f in dataclasses.fields(gt.TrainProtocol)}
+    data = {f.name for f in dataclasses.fields(DataConfig)}
+    for cls, own in (
+        (gt.TrainConfig, {"model", "tf_layers", "tf_heads", "lstm_layers", "lstm_bias", "dtype"}),
+        (ex.RunConfig, data | {"model"}),
+        (ex.TrainSetup, data | {"models"}),
+        (ex.EvolutionConfig, data | {"model", "snapshot_epochs"}),
+        (ex.LabelledConfig, data | {"model", "which"}),
+    ):
+        assert issubclass(cls, gt.TrainProtocol)
+        assert {f.name for f in dataclasses.fields(cls)} == protocol | own, cls
+    # the protocol's validation runs in every configuration built on it
+    for cls in (gt.TrainConfig, ex.RunConfig, ex.TrainSetup):
+        with pytest.raises(DataError):
+            cls(lr=0.0)
+    run = ex.TrainSetup(models=("transformer",), **TINY).run("transformer")
+    tc = run.train_config()
+    assert all(getattr(tc, k) == getattr(run, k) for k in protocol)
+    assert tc.model == "transformer" and tc.lr_milestones == (20,)
+
+
+def test_one_loader_respects_max_contexts() -> None:
+    full = load_dataset(DataConfig("synthetic", 0))
+    assert full.m == synthetic_dataset(seed=0).m
+    cut = load_dataset(DataConfig("synthetic", 0, max_contexts=5))
+    assert cut.m == 5
+    # the convex experiments read their data through the same loader
+    assert load_dataset(cx.SupportLmmConfig(max_contexts=5)).m == 5
+    assert load_dataset(cx.RegPathConfig(max_contexts=5)).m == 5
+    with pytest.raises(DataError):
+        DataConfig(max_contexts=-1)
 
 
 def test_fingerprint_tracks_the_data() -> None:

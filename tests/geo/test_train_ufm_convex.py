@@ -18,7 +18,8 @@ import pytest
 
 from ntpcore import geo as g
 from ntpcore.geo import train as gt
-from ntpcore.geo.corpus import ContextDataset, synthetic_dataset
+from ntpcore.geo.data import ContextDataset
+from ntpcore.geo.synthetic import synthetic_dataset
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,10 @@ names and returns a dict of arrays and scalars (stored by :func:`ntpcore.pipelin
   and the quantities of the (reconstructed) theorem of §2.4;
 * :func:`run_proxy` -- when the centred support :math:`\tilde S` equals :math:`L^{mm}`;
 * :func:`run_dataset_stats` -- statistics of the two datasets (§3.1).
-
-:func:`benchmark_nuclear_svm` (not cached: it measures time) compares the specialised
-solver with cvxpy.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,20 +19,12 @@ from numpy.typing import NDArray
 
 from ntpcore import geo as g
 from ntpcore.errors import DataError
-from ntpcore.geo.corpus import ContextDataset, synthetic_dataset, text_dataset
+from ntpcore.geo.experiments.data import DATASETS, DataConfig, load_dataset
+from ntpcore.geo.synthetic import synthetic_dataset
+from ntpcore.geo.text import text_dataset
 from ntpcore.pipeline.cache import cached
 
-DATASETS = ("synthetic", "text")
 RANK_TOL = 1e-6  # singular values above RANK_TOL * sigma_max count towards the rank
-
-
-def load_dataset(dataset: str, data_seed: int) -> ContextDataset:
-    """The synthetic set or the real-text set (default corpus) with a given seed."""
-    if dataset == "synthetic":
-        return synthetic_dataset(data_seed)
-    if dataset == "text":
-        return text_dataset(seed=data_seed)
-    raise DataError(f"dataset must be one of {DATASETS}, got {dataset!r}")
 
 
 def _rank(A: NDArray[np.float64]) -> int:
@@ -50,17 +38,14 @@ def _rank(A: NDArray[np.float64]) -> int:
 
 
 @dataclass(frozen=True)
-class SupportLmmConfig:
+class SupportLmmConfig(DataConfig):
     """Support matrix and max-margin logits of one dataset."""
-
-    dataset: str = "synthetic"  # synthetic | text
-    data_seed: int = 0  # seed of the dataset generator
 
 
 @cached
 def run_support_lmm(cfg: SupportLmmConfig) -> dict[str, object]:
     """``S``, ``L_in``, ``L_mm`` (specialised solver), ``S_tilde`` and summary numbers."""
-    ds = load_dataset(cfg.dataset, cfg.data_seed)
+    ds = load_dataset(cfg)
     sol = g.solve_nuclear_svm(ds.S)
     St = g.centered_support(ds.S)
     L_in = g.finite_logits(ds.P)
@@ -90,11 +75,9 @@ def run_support_lmm(cfg: SupportLmmConfig) -> dict[str, object]:
 
 
 @dataclass(frozen=True)
-class RegPathConfig:
+class RegPathConfig(DataConfig):
     """Convex regularization path lambda = 10^{log10_lam_max} ... 10^{log10_lam_min}."""
 
-    dataset: str = "synthetic"  # synthetic | text
-    data_seed: int = 0  # seed of the dataset generator
     log10_lam_max: float = -1.0  # largest lambda (log10)
     log10_lam_min: float = -6.0  # smallest lambda (log10)
     n_lambdas: int = 11  # grid points, log-spaced
@@ -114,7 +97,7 @@ def run_reg_path(cfg: RegPathConfig) -> dict[str, object]:
     """
     if cfg.n_lambdas < 2 or cfg.log10_lam_min >= cfg.log10_lam_max:
         raise DataError("need n_lambdas >= 2 and log10_lam_min < log10_lam_max")
-    ds = load_dataset(cfg.dataset, cfg.data_seed)
+    ds = load_dataset(cfg)
     P, pi, S = ds.P, ds.pi, ds.S
     lams = np.logspace(cfg.log10_lam_max, cfg.log10_lam_min, cfg.n_lambdas)
     path = g.regularization_path(P, pi, lams, seed=cfg.seed)
@@ -218,11 +201,11 @@ def run_proxy(cfg: ProxyConfig) -> dict[str, object]:
                 out[n][a, t] = val
     res: dict[str, object] = {"support_sizes": ks, **out}
     for name in DATASETS:
-        ds = load_dataset(name, cfg.data_seed)
+        ds = load_dataset(DataConfig(name, cfg.data_seed))
         for n, val in zip(names, _proxy_numbers(ds.S), strict=True):
             res[f"{n}_{name}"] = val
         res[f"mean_k_{name}"] = float(ds.support_sizes.mean())
-    ds = load_dataset("synthetic", cfg.data_seed)
+    ds = load_dataset(DataConfig("synthetic", cfg.data_seed))
     sol = g.solve_nuclear_svm(ds.S, tol=1e-10)
     St = g.centered_support(ds.S)
     U, s, Vt = np.linalg.svd(St, full_matrices=False)
@@ -278,53 +261,3 @@ def run_dataset_stats(cfg: DatasetStatsConfig) -> dict[str, object]:
         res[f"name_{name}"] = ds.name
         res[f"description_{name}"] = ds.description
     return res
-
-
-# ------------------------------------------------------------------------------------------
-# Benchmark: wall times, so not cached
-# ------------------------------------------------------------------------------------------
-
-
-def random_supports(V: int, m: int, k_max: int, seed: int) -> NDArray[np.bool_]:
-    """Random (V, m) supports of sizes uniform in {1..k_max} (the benchmark instances)."""
-    rng = np.random.default_rng(seed)
-    S = np.zeros((V, m), dtype=bool)
-    for j in range(m):
-        S[rng.choice(V, int(rng.integers(1, k_max + 1)), replace=False), j] = True
-    return S
-
-
-def benchmark_nuclear_svm(
-    S: NDArray[np.bool_], n_repeats: int = 3, reference: str | None = "SCS"
-) -> dict[str, float]:
-    """Median wall times of the specialised solver and of cvxpy, and their agreement.
-
-    ``reference=None`` skips cvxpy.  Returns ``t_admm``, ``t_ref``, ``speedup``,
-    ``obj_admm``, ``obj_ref``, ``rel_obj_diff``, ``viol_admm``, ``viol_ref``, ``gap_admm``.
-    """
-    t_admm, t_ref = [], []
-    sol = ref = None
-    for _ in range(n_repeats):
-        t0 = time.perf_counter()
-        sol = g.solve_nuclear_svm(S)
-        t_admm.append(time.perf_counter() - t0)
-        if reference is not None:
-            t0 = time.perf_counter()
-            ref = g.nuclear_svm_cvxpy(S, solver=reference)
-            t_ref.append(time.perf_counter() - t0)
-    assert sol is not None
-    out = {
-        "t_admm": float(np.median(t_admm)),
-        "obj_admm": sol.objective,
-        "viol_admm": sol.violation,
-        "gap_admm": sol.gap,
-    }
-    if ref is not None:
-        out.update(
-            t_ref=float(np.median(t_ref)),
-            speedup=float(np.median(t_ref) / np.median(t_admm)),
-            obj_ref=ref.objective,
-            viol_ref=ref.violation,
-            rel_obj_diff=abs(sol.objective - ref.objective) / ref.objective,
-        )
-    return out

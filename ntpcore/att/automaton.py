@@ -86,8 +86,11 @@ def automaton_predict(auto: Automaton, sequence, *, tol: float = 1e-6) -> Automa
     """
     seq = np.asarray(sequence, dtype=np.int64).ravel()
     K = auto.E.shape[0]
-    if seq.size == 0 or seq.min() < 0 or seq.max() >= K:
-        raise DataError(f"sequence must be non-empty token ids in [0, {K})")
+    if seq.size == 0:
+        raise DataError("the sequence is empty: type at least one token id")
+    bad = sorted({int(t) for t in seq if not 0 <= t < K})
+    if bad:
+        raise DataError(f"token ids {bad} are outside the vocabulary 0..{K - 1} of this dataset")
     k = int(seq[-1])
     S = auto.structures[k]
     V, mult = np.unique(seq, return_counts=True)

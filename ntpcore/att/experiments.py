@@ -27,7 +27,7 @@ from ntpcore.att.automaton import (
     model_output,
     total_variation,
 )
-from ntpcore.att.data import AttDataset, sample_dataset, toy_dataset, unit_embeddings
+from ntpcore.att.data import TOYS, AttDataset, sample_dataset, toy_dataset, unit_embeddings
 from ntpcore.att.dynamics import attention_weights, make_problem, run_descent
 from ntpcore.att.finite import finite_component, reduced_log_loss, subspaces
 from ntpcore.att.linalg import project_onto_spans
@@ -41,9 +41,10 @@ from ntpcore.att.priority import (
 )
 from ntpcore.att.regpath import regularization_path
 from ntpcore.att.svm import graph_svm_from_graphs
+from ntpcore.att.verify import theory_report
 from ntpcore.core.metrics import cos
 from ntpcore.core.optim import log_steps
-from ntpcore.errors import DataError, InfeasibleError
+from ntpcore.errors import DataError, InfeasibleError, NTPError
 from ntpcore.pipeline.cache import cached
 
 __all__ = [
@@ -54,11 +55,15 @@ __all__ = [
     "AttSCCStatsConfig",
     "FeasibleTrial",
     "GlobalTrial",
+    "PLAYGROUND_DATASETS",
     "descend_global",
     "describe_playground",
     "draw_global_trial",
+    "global_theory",
     "measure_global",
     "model_output_batch",
+    "parse_sequence",
+    "playground_answer",
     "playground_state",
     "run_conceptual",
     "run_global",
@@ -298,6 +303,19 @@ def run_global(cfg: AttGlobalConfig) -> dict:
     }
 
 
+@cached
+def global_theory(cfg: AttGlobalConfig) -> dict:
+    """The paper's definitions checked on the trials of :func:`run_global` (same draws):
+    :func:`ntpcore.att.verify.theory_report` of every trial, as arrays ``(n_trials,)`` under
+    the same keys (SCC decomposition, Graph-SVM constraints over every TPG edge and the cvxpy
+    reference, stationarity/uniqueness of W^fin and its cvxpy reference)."""
+    reports = [
+        theory_report(t.E, t.tokens, t.labels, t.W_svm, t.W_fin)
+        for t in (draw_global_trial(rng, cfg) for rng in trial_rngs(cfg.seed, cfg.n_trials))
+    ]
+    return {key: np.array([r[key] for r in reports]) for key in reports[0]}
+
+
 # ============================================================================================
 # local convergence with the general head (CE / squared loss), book att-conj-local
 # ============================================================================================
@@ -336,7 +354,9 @@ def run_local(cfg: AttLocalConfig) -> dict:
     Graph-SVM and the local S_fin.
     Pass 2 (one batch): the reduced runs from 0 with the same loss/head, on the global reduced
     data (label's SCC in the data TPG) and on the local reduced data (SCC of the selected tokens
-    in the local TPG; label = true label).  Arrays are ``(n_losses, n_trials, S)``.
+    in the local TPG; label = true label).  Arrays are ``(n_losses, n_trials, S)``;
+    ``dim_S_fin_local`` ``(n_losses, n_trials)`` is the dimension of the local cyclic subspace
+    (0 when every sequence selects a single token: the local norm difference is then 0).
     """
     for lo in cfg.losses:
         if lo not in ("ce", "squared"):
@@ -375,6 +395,7 @@ def run_local(cfg: AttLocalConfig) -> dict:
         for k in ("corr_global", "corr_local", "norm_diff_global", "norm_diff_local")
     }
     label_selected = np.zeros((nL, B))
+    dim_local = np.zeros((nL, B), int)
     n_ambiguous = np.zeros((nL, B), int)
     n_local_infeasible = 0
     for a, lo in enumerate(cfg.losses):
@@ -394,6 +415,7 @@ def run_local(cfg: AttLocalConfig) -> dict:
                 n_local_infeasible += 1
                 Wsvm_loc.append(np.zeros((d, d)))
             Bfin_loc.append(subspaces(data.E, None, None, graphs=g_loc).S_fin)
+            dim_local[a, b] = Bfin_loc[-1].shape[0]
             Bfin_glob.append(subspaces(data.E, None, None, graphs=graphs).S_fin)
             anchor = np.array([np.flatnonzero(r)[0] for r in sel])  # a selected token
             mg, wg = _reduced_inputs(data.tokens, data.labels, graphs, n)
@@ -425,6 +447,7 @@ def run_local(cfg: AttLocalConfig) -> dict:
         "steps": steps,
         **res,
         "label_selected": label_selected,
+        "dim_S_fin_local": dim_local,
         "n_ambiguous": n_ambiguous,
         "n_rejected": int(n_rej),
         "n_infeasible": int(n_inf),
@@ -591,9 +614,9 @@ def _automaton_state(
     E, tok, lab = data.E, data.tokens, data.labels
     K, d = E.shape
     auto = build_automaton(E, tok, lab)
-    k = int(test_sequence[-1])
+    out = automaton_predict(auto, test_sequence)  # validates the sequence first
+    k = out.k
     st = auto.structures[k]
-    out = automaton_predict(auto, test_sequence)
     W0 = np.array([r.uniform(-1.0, 1.0, (d, d)) / np.sqrt(d) for r in trial_rngs(seed, n_inits)])
     P = make_problem(
         np.repeat(E[None], n_inits, 0),
@@ -647,6 +670,40 @@ def playground_state(
     else:
         data = toy_dataset(dataset)
     return _automaton_state(data, tuple(int(t) for t in test_sequence), n_steps, step_size, seed)
+
+
+#: Datasets offered by the playground: the exact toys and ten random cyclic sets.
+PLAYGROUND_DATASETS = tuple(sorted(TOYS)) + tuple(f"random-{s}" for s in range(10))
+
+
+def parse_sequence(text: str) -> tuple[int, ...]:
+    """Token ids typed as text (commas and/or spaces); DataError with the reason otherwise."""
+    parts = str(text).replace(",", " ").split()
+    if not parts:
+        raise DataError("the sequence is empty: type token ids separated by commas or spaces")
+    bad = [p for p in parts if not p.lstrip("-").isdigit()]
+    if bad:
+        raise DataError(f"{bad[0]!r} is not a token id: type integers separated by commas")
+    return tuple(int(p) for p in parts)
+
+
+def playground_answer(
+    dataset: str, text: str, *, n_steps: int = 3000, step_size: float = 0.01, seed: int = 0
+) -> tuple[dict | None, str]:
+    """What the playground shows for a dataset name and a typed sequence.
+
+    Returns ``(state, description)`` (:func:`playground_state`, :func:`describe_playground`)
+    when the input can be evaluated, and ``(None, reason)`` with a one-line reason otherwise
+    (unknown dataset, empty or non-numeric text, token ids outside the vocabulary).
+    """
+    try:
+        if dataset.startswith("random-") and not dataset[7:].isdigit():
+            raise DataError(f"dataset {dataset!r}: use random-SEED with an integer SEED")
+        seq = parse_sequence(text)
+        state = playground_state(dataset, seq, n_steps=n_steps, step_size=step_size, seed=seed)
+    except NTPError as exc:
+        return None, str(exc).splitlines()[0]
+    return state, describe_playground(state)
 
 
 def describe_playground(state: dict) -> str:

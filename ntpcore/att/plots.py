@@ -40,13 +40,28 @@ def fmt_exact(x: float, *, signed: bool = False, max_den: int = 12) -> str:
     return f"{x:+.3g}" if signed else f"{x:.3g}"
 
 
-def band(ax: Axes, x, Y, *, color, label=None, ls="-", alpha=0.18, log: bool = False):
+def band(
+    ax: Axes,
+    x,
+    Y,
+    *,
+    color,
+    label=None,
+    ls="-",
+    alpha=0.18,
+    log: bool = False,
+    quantiles: bool = False,
+):
     """Mean over the rows of ``Y`` (trials, steps) with a ±1 std band (as in the paper).
 
     ``log=True`` (for log-scaled axes): geometric mean with a ×/÷ geometric-std band, which
-    stays positive; non-positive values are clipped at 1e-300."""
+    stays positive; non-positive values are clipped at 1e-300.  ``quantiles=True``: the median
+    with the band between the 25% and 75% quantiles of the trials, which stays inside the range
+    of the data (for nonnegative quantities such as norms, where mean - std can go below 0)."""
     Y = np.asarray(Y, float)
-    if log:
+    if quantiles:
+        lo, mid, hi = np.quantile(Y, [0.25, 0.5, 0.75], axis=0)
+    elif log:
         L = np.log(np.maximum(Y, 1e-300))
         m, s = L.mean(axis=0), L.std(axis=0)
         lo, mid, hi = np.exp(m - s), np.exp(m), np.exp(m + s)
@@ -108,6 +123,19 @@ def draw_tpg(
     """
     scc, level, touched = map(np.asarray, (scc, level, touched))
     nodes = [v for v in G.nodes if touched[v] or show_untouched]
+    ax.set_axis_off()
+    if not nodes:  # no training sequence ends in k: G^(k) has no edge and nothing to draw
+        label = "" if k is None else f" $G^{{({k})}}$"
+        ax.text(
+            0.5,
+            0.5,
+            f"the TPG{label} has no edges:\nno training sequence ends in this last token",
+            ha="center",
+            va="center",
+            fontsize=8,
+            transform=ax.transAxes,
+        )
+        return
     pos = _layout(scc, level, nodes)
     cols = scc_colors(scc, touched)
     H = G.subgraph(nodes)
@@ -218,6 +246,7 @@ def draw_automaton(ax_graph: Axes, ax_bar: Axes, state: dict, *, title: bool = T
         state["level"],
         state["touched"],
         highlight=highlight,
+        k=None if G.number_of_edges() else k,
         show_untouched=False,
     )
     if title:

@@ -48,6 +48,9 @@ __all__ = [
     "LinTrainRunConfig",
     "cone_threshold",
     "crossing",
+    "decade_change",
+    "genie_gaps",
+    "log_slope",
     "run_dists",
     "run_gd",
     "run_optimizers",
@@ -58,7 +61,9 @@ __all__ = [
     "run_toy",
     "run_toy_gd",
     "run_train",
+    "solution_facts",
     "synthetic_data",
+    "synthetic_facts",
     "train_run",
 ]
 
@@ -95,6 +100,82 @@ def _trained(tr: lin.Trajectory, data: lin.NTPData, pair: dict) -> dict:
         }
     )
     return out
+
+
+# ----------------------------------------------------------------------------- claims
+def solution_facts(
+    H: np.ndarray, P: np.ndarray, W_mm: np.ndarray, pi: np.ndarray | None = None
+) -> dict:
+    r"""The checkable statements of Defs. 1-3 and Prop. 1 at the computed solutions.
+
+    :math:`W^\star` is recomputed here by :func:`ntpcore.lin.finite_component` (so a fault in
+    it shows in the claims), and measured against ``W_mm`` (a solution of Def. 3):
+
+    * ``log_odds_error`` -- max over (j, z, z') of the error of eq. (4) at :math:`W^\star`;
+    * ``star_perp_rel`` -- :math:`\|P_\perp W^\star\|/\|W^\star\|` (:math:`W^\star\in F`);
+    * ``mm_F_rel`` -- :math:`\|P_F W^{\mathrm{mm}}\|/\|W^{\mathrm{mm}}\|` (eq. (6a):
+      :math:`W^{\mathrm{mm}}\in F^\perp`);
+    * ``inner_rel`` -- :math:`|\cos(W^\star, W^{\mathrm{mm}})|`;
+    * ``min_margin``, ``max_spread``, ``n_active`` -- (6b), (6a) and the active margins;
+    * ``colsum_rel`` -- :math:`\|1^\top W^{\mathrm{mm}}\|/\|W^{\mathrm{mm}}\|` and
+      ``rowspan_rel`` -- :math:`\|W^{\mathrm{mm}}(I - P_H)\|/\|W^{\mathrm{mm}}\|` (KKT:
+      :math:`W^{\mathrm{mm}} = C\bar H^\top` with zero-sum columns of C);
+    * ``gamma``, ``gamma_gap`` -- :math:`\mathrm{CE}(W^\star + \gamma W^{\mathrm{mm}}) - \mathcal H`
+      along a grid of :math:`\gamma` (Prop. 1; ``pi`` defaults to uniform), and
+      ``gamma_bound`` -- the bound :math:`V e^{\|W^\star\| M} e^{-\gamma}`,
+      :math:`M = \sqrt2\max_j\|\bar h_j\|`, of the proof of Theorem 1 (the "genie" point
+      :math:`W^\star + R\,W^{\mathrm{mm}}`, whose off-support margins are at least R).
+    """
+    H = np.asarray(H, dtype=float)
+    P = np.asarray(P, dtype=float)
+    S = P > 0
+    W_star = lin.finite_component(H, P)
+    F = lin.data_subspace(H, S)
+    L = W_star @ H
+    z = np.argmax(S, axis=0)
+    cols = np.arange(S.shape[1])
+    err = np.where(S, (L - L[z, cols]) - (np.log(np.where(S, P, 1.0)) - np.log(P[z, cols])), 0.0)
+    ns, nm = float(np.linalg.norm(W_star)), float(np.linalg.norm(W_mm))
+    mg = lin.margins(W_mm, H, S)
+    PH = lin.row_space_projector(H)
+    gamma = np.arange(0.0, 21.0, 1.0)  # beyond ~25, CE - H is below double precision
+    pi = np.full(S.shape[1], 1.0 / S.shape[1]) if pi is None else np.asarray(pi, dtype=float)
+    gap = np.array([lin.ce_excess(W_star + g * W_mm, H, P, pi) for g in gamma])
+    M = np.sqrt(2.0) * float(np.linalg.norm(H, axis=0).max())
+    return {
+        "W_star": W_star,
+        "log_odds_error": float(np.abs(err).max()),
+        "star_perp_rel": float(np.linalg.norm(F.project_perp(W_star))) / ns,
+        "mm_F_rel": float(np.linalg.norm(F.project(W_mm))) / nm,
+        "inner_rel": abs(float(np.vdot(W_star, W_mm))) / (ns * nm),
+        "min_margin": mg["min_margin"],
+        "max_spread": mg["max_spread"],
+        "n_active": mg["n_active"],
+        "colsum_rel": float(np.linalg.norm(W_mm.sum(axis=0))) / nm,
+        "rowspan_rel": float(np.linalg.norm(W_mm - W_mm @ PH)) / nm,
+        "gamma": gamma,
+        "gamma_gap": gap,
+        "gamma_bound": S.shape[0] * np.exp(ns * M - gamma),
+    }
+
+
+def log_slope(steps: np.ndarray, y: np.ndarray, k1: int, k2: int) -> float:
+    r""":math:`(y(k_2) - y(k_1))/\ln(k_2/k_1)` at the recorded steps nearest to k1 and k2.
+
+    For :math:`y = \|P_\perp W_k\|` under GD this tends to :math:`\|W^{\mathrm{mm}}\|`
+    (:math:`W_k\approx W^\star + \|W^{\mathrm{mm}}\|\ln k\,\overline W^{\mathrm{mm}}`).
+    """
+    steps = np.asarray(steps)
+    i1 = int(np.argmin(np.abs(steps - k1)))
+    i2 = int(np.argmin(np.abs(steps - k2)))
+    return float((y[i2] - y[i1]) / np.log(steps[i2] / steps[i1]))
+
+
+def decade_change(steps: np.ndarray, y: np.ndarray) -> float:
+    """y at the last recorded step over y at the recorded step nearest to a tenth of it."""
+    steps = np.asarray(steps)
+    i = int(np.argmin(np.abs(steps - steps[-1] / 10)))
+    return float(y[-1] / y[i])
 
 
 # ----------------------------------------------------------------------------- toy (Figs 1-2)
@@ -347,6 +428,35 @@ def run_reg_path(cfg: LinRegPathConfig) -> dict:
     out.update({f"gd_{k}": v for k, v in gd.items() if isinstance(v, np.ndarray)})
     out["compute_seconds"] = time.perf_counter() - t0
     return out
+
+
+def genie_gaps(cfg: LinSupportConfig, radii) -> np.ndarray:
+    r"""CE - H at the "genie" points :math:`W^\star + R(B)\,W^{\mathrm{mm}}` of radius B.
+
+    :math:`R(B) = \sqrt{B^2 - \|W^\star\|^2}/\|W^{\mathrm{mm}}\|` puts the point on the
+    sphere :math:`\|W\| = B` (:math:`W^\star\perp W^{\mathrm{mm}}`), so the minimiser
+    :math:`\widehat W_B` of eq. (8) can do no worse (proof of Theorem 1).  NaN for
+    :math:`B \le \|W^\star\|`.
+    """
+    data = synthetic_data(cfg)
+    pair = lin.solution_pair(data.H, data.P)
+    Ws, Wmm = pair["W_star"], pair["W_mm"]
+    ns, nm = float(np.linalg.norm(Ws)), pair["svm"].norm
+    out = []
+    for B in radii:
+        if B <= ns:
+            out.append(np.nan)
+            continue
+        R = np.sqrt(B**2 - ns**2) / nm
+        out.append(lin.ce_excess(Ws + R * Wmm, data.H, data.P, data.pi))
+    return np.asarray(out)
+
+
+def synthetic_facts(cfg: LinSupportConfig) -> dict:
+    """:func:`solution_facts` on the A.2 synthetic set of ``cfg``."""
+    data = synthetic_data(cfg)
+    W_mm = lin.ntp_svm_solve(data.H, data.S).W_mm
+    return solution_facts(data.H, data.P, W_mm, data.pi)
 
 
 # ----------------------------------------------------------------------------- phase diagram

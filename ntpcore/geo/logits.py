@@ -74,16 +74,9 @@ def support_on_top(L: ArrayLike, S: ArrayLike) -> float:
     (every in-support entry of a column above every off-support entry); trained logits
     approach it as their low-rank part dominates [geo, Fig. 1].
 
-    Parameters
-    ----------
-    L : (V, m) array
-        Logits.
-    S : (V, m) bool array
-        Support matrix.
+    ``L`` (V, m) are logits, ``S`` (V, m) the support matrix.
     """
-    S = as_support(S)
-    L = as_float_array(L, "L", shape=S.shape)
-    k = S.sum(axis=0)
+    L, S, k = _logits_and_support(L, S)
     top = np.argsort(-L, axis=0)  # (V, m): word indices by decreasing logit
     return float(np.mean([S[top[: k[j], j], j].all() for j in range(L.shape[1])]))
 
@@ -97,18 +90,19 @@ def same_vs_other(L: ArrayLike, S: ArrayLike) -> tuple[float, float]:
     give identical columns of :math:`L^{mm}` (book: ``geo-def-collapse``), so trained logits
     should have ``same > other``.
 
-    Parameters
-    ----------
-    L : (V, m) array
-        Logits.
-    S : (V, m) bool array
-        Support matrix.
+    ``L`` (V, m) are logits, ``S`` (V, m) the support matrix.
     """
-    S = as_support(S)
-    L = as_float_array(L, "L", shape=S.shape)
-    k = S.sum(axis=0)
+    L, S, k = _logits_and_support(L, S)
     C = np.corrcoef(L.T)  # (m, m)
     Si = S.astype(int)
     same = (Si.T @ Si == k[:, None]) & (k[:, None] == k[None, :])  # |S_j ∩ S_j'| = k_j = k_j'
     off = ~np.eye(len(k), dtype=bool)
     return float(C[same & off].mean()) if (same & off).any() else np.nan, float(C[~same].mean())
+
+
+def _logits_and_support(
+    L: ArrayLike, S: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.int64]]:
+    """Validated logits (V, m), support matrix (V, m) and support sizes ``k`` (m,)."""
+    S = as_support(S)
+    return as_float_array(L, "L", shape=S.shape), S, S.sum(axis=0)

@@ -1,8 +1,9 @@
-r"""Convex regularization path of paper ``geo`` (spec §1.4, §2.4).
+r"""Convex regularization path of paper ``geo`` [geo, Sec. 2] (book: ``geo-thm-path``).
 
 For :math:`\lambda>0` let :math:`L_\lambda=\arg\min_L\ \mathrm{CE}(L)+\lambda\|L\|_*`.  With
 :math:`d\ge\min(V,m)` this is the NTP-UFM :math:`\min_{W,H}\mathrm{CE}(WH)+\tfrac\lambda2
-(\|W\|_F^2+\|H\|_F^2)` (variational form of the nuclear norm), which is what we solve:
+(\|W\|_F^2+\|H\|_F^2)` (variational form of the nuclear norm, book: ``geo-lem-nuclear``),
+which is what we solve:
 
 * smooth objective in :math:`x=(W,H)`, scaled by :math:`1/\lambda` so that its size stays
   :math:`O(\|L\|_*)`: :math:`f=(\mathrm{CE}(WH)-\mathcal H)/\lambda+\tfrac12(\|W\|^2+\|H\|^2)`;
@@ -18,7 +19,7 @@ For :math:`\lambda>0` let :math:`L_\lambda=\arg\min_L\ \mathrm{CE}(L)+\lambda\|L
   satisfy :math:`\|G\|_{op}\le\lambda` and :math:`\langle-G,L\rangle=\lambda\|L\|_*`
   (i.e. :math:`-G/\lambda\in\partial\|L\|_*`).  Both residuals are returned.
 
-The spec's reference values come from cvxpy; :func:`reg_path_cvxpy` is that reference
+The generic reference is cvxpy; :func:`reg_path_cvxpy` solves the convex problem directly
 (exponential + semidefinite cones; small instances only).
 """
 

@@ -1,18 +1,20 @@
-r"""Training the geometry paper's models on distinct contexts [geo, §3.2].
+r"""Training the geometry paper's models on distinct contexts [geo, Sec. 3, Fig. 2].
 
 Every model maps the ``m`` distinct contexts of a :class:`~ntpcore.geo.data.ContextDataset`
 to logits :math:`L = W H (+ b 1^\top) \in \R^{V\times m}` (``W``: output-layer weight, the
 word embeddings; ``H``: the context embeddings, one column per context).  The loss is the
-authors' **sum** over the ``n`` training pairs [C, quirk §4.4.2], computed from the distinct
-contexts and their counts :math:`n_{z,j}` -- the same number at a fraction of the cost:
+authors' **sum** over the ``n`` training pairs (book: ``geo-eq-summed-loss``), computed
+from the distinct contexts and their counts :math:`n_{z,j}` -- the same number at a
+fraction of the cost:
 
 .. math::
     \sum_{i=1}^n -\log \mathbb S_{z_i}(L e_{j(i)})
     = \sum_j \Big(n_j\,\mathrm{LSE}(\ell_j) - \sum_z n_{z,j}\,\ell_{z,j}\Big)
     = n\,\CE(L),\qquad n_j = \textstyle\sum_z n_{z,j}.
 
-Optimiser [C]: full batch (one step per epoch), AdamW (lr ``1e-4``, decoupled weight decay
-``1e-6`` on every parameter, betas (0.9, 0.999), eps ``1e-8``), step-wise learning rate
+The protocol (:class:`TrainProtocol`, declared once; the authors' code): full batch (one
+step per epoch), AdamW (lr ``1e-4``, decoupled weight decay ``1e-6`` on every parameter,
+betas (0.9, 0.999), eps ``1e-8``), step-wise learning rate
 :math:`\mathrm{lr}\cdot\gamma^{\#\{\text{milestones} \le k\}}` at step ``k`` (PyTorch's
 ``MultiStepLR`` stepped once per epoch; milestones 5k, 10k, ..., 25k, gamma 0.4), 30k epochs.
 
@@ -22,7 +24,7 @@ Two training paths:
   :math:`\nabla_W = G H^\top`, :math:`\nabla_H = W^\top G`,
   :math:`G = (Q(L) - P)\,\mathrm{diag}(n_j)` and an
   in-place AdamW identical to ``torch.optim.AdamW`` (no autograd, no tensor overhead);
-* :func:`train_torch` -- any :mod:`ntpcore.models` module (transformer, LSTM, or the torch UFM
+* :func:`train_torch` -- any :mod:`ntpcore.geo.models` module (transformer, LSTM, or the torch UFM
   used as an oracle), on the GPU when one is present.
 
 Both record, at log-spaced epochs (:func:`record_epochs`), :math:`\CE - \mathcal H`,
@@ -56,7 +58,7 @@ from ntpcore.geo.logits import finite_logits
 
 MODELS = ("ufm", "transformer", "lstm")
 
-#: Paper milestones of the step-wise learning rate (epochs) and their decay factor [C].
+#: Paper milestones of the step-wise learning rate (epochs), from the authors' code.
 PAPER_MILESTONES = (5000, 10000, 15000, 20000, 25000)
 
 
@@ -171,12 +173,35 @@ class _Recorder:
             if f"rec_{k}" in state:
                 self.rows[k] = list(np.asarray(state[f"rec_{k}"]))
 
-    def result(self) -> dict[str, Any]:
+    def finish(
+        self,
+        cfg: TrainConfig,
+        start: int,
+        seconds: float,
+        checkpoint: Path | None,
+        **final: Any,
+    ) -> dict[str, Any]:
+        """The recorded metrics plus ``final`` (final weights, device, ...) and the timing of
+        the epochs trained since ``start``; removes the checkpoint of the finished run."""
         out: dict[str, Any] = {k: np.asarray(v) for k, v in self.rows.items()}
         out["epoch"] = out["epoch"].astype(np.int64)
         out["ce"] = out["ce_minus_H"] + self.H_ent
         out["entropy"] = self.H_ent
+        out.update(final, seconds=seconds, sec_per_epoch=seconds / max(cfg.n_epochs - start, 1))
+        if checkpoint is not None and checkpoint.exists():
+            checkpoint.unlink()
         return out
+
+
+def _progress_bar(cfg: TrainConfig, start: int, desc: str, progress: bool) -> tqdm:
+    return tqdm(
+        total=cfg.n_epochs,
+        initial=start,
+        desc=desc,
+        disable=not progress,
+        mininterval=0.5,
+        leave=False,
+    )
 
 
 _SCALARS = ["epoch", "ce_minus_H", "W_norm", "H_norm", "L_norm", "pf_dist"]
@@ -239,14 +264,7 @@ def train_ufm_numpy(
             np.savez(tmp_path, theta=theta, mom=mom, vel=vel, epoch=epoch, **rec.state())
 
     t0 = last_save = time.perf_counter()
-    bar = tqdm(
-        total=cfg.n_epochs,
-        initial=start,
-        desc="UFM",
-        disable=not progress,
-        mininterval=0.5,
-        leave=False,
-    )
+    bar = _progress_bar(cfg, start, "UFM", progress)
     nxt = rec.next_epoch()
     for k in range(start, cfg.n_epochs + 1):
         if k == nxt:
@@ -288,19 +306,17 @@ def train_ufm_numpy(
                 last_save = time.perf_counter()
     bar.close()
     seconds = time.perf_counter() - t0
-    out = rec.result()
-    out.update(
+    return rec.finish(
+        cfg,
+        start,
+        seconds,
+        checkpoint,
         W_final=W.copy(),
         H_final=H.copy(),
         b_final=np.zeros(V),
-        seconds=seconds,
-        sec_per_epoch=seconds / max(cfg.n_epochs - start, 1),
         device="cpu (numpy)",
         n_params=int(theta.size),
     )
-    if checkpoint is not None and checkpoint.exists():
-        checkpoint.unlink()
-    return out
 
 
 def fit_ufm_ridge(
@@ -312,17 +328,17 @@ def fit_ufm_ridge(
     gtol: float = 1e-10,
     maxiter: int = 20000,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    r"""A stationary point of the ridge-regularised NTP-UFM [geo §1.3] by L-BFGS (float64).
+    r"""A stationary point of the ridge-regularised NTP-UFM by L-BFGS (float64).
 
-        .. math:: \min_{W,H}\ \CE(WH) + 	frac{\lambda}{2}(\|W\|_F^2 + \|H\|_F^2)
+    .. math:: \min_{W,H}\ \CE(WH) + \tfrac{\lambda}{2}(\|W\|_F^2 + \|H\|_F^2)
 
-        (mean loss: ``CE`` weighted by :math:`\hat\pi`).  For ``d >= min(V, m)`` every local
-        minimum is global and :math:`L = WH` solves the convex problem
-        :math:`\min_L \CE(L) + \lambda\|L\|_*` [geo §1.4]; the tests certify this with the
-        subgradient condition :math:`-
-    abla\CE(L)/\lambda \in \partial\|L\|_*`.
+    (book: ``geo-def-ufm``; mean loss: ``CE`` weighted by :math:`\hat\pi`).  For
+    ``d >= min(V, m)`` every local minimum is global and :math:`L = WH` solves the convex
+    problem :math:`\min_L \CE(L) + \lambda\|L\|_*` (book: ``geo-lem-nuclear``); the tests
+    certify this with the subgradient condition
+    :math:`-\nabla\CE(L)/\lambda \in \partial\|L\|_*`.
 
-        Returns ``W`` (V, d) and ``H`` (d, m).
+    Returns ``W`` (V, d) and ``H`` (d, m).
     """
     from scipy.optimize import minimize
 
@@ -373,23 +389,14 @@ def build_model(ds: ContextDataset, cfg: TrainConfig) -> torch.nn.Module:
     if cfg.model == "ufm":  # the same initial values as train_ufm_numpy
         return UFM.from_arrays(*_ufm_init_arrays(ds, cfg), dtype=cfg.torch_dtype)
     gen = torch.Generator().manual_seed(cfg.seed)
+    sizes = {"vocab_in": len(ds.input_vocab), "vocab_out": ds.V, "dim": cfg.d}
     if cfg.model == "transformer":
-        tcfg = TransformerConfig(
-            vocab_in=len(ds.input_vocab),
-            vocab_out=ds.V,
-            dim=cfg.d,
-            n_layers=cfg.tf_layers,
-            n_heads=cfg.tf_heads,
-        )
-        return Transformer(tcfg, generator=gen).to(cfg.torch_dtype)
-    lcfg = LSTMConfig(
-        vocab_in=len(ds.input_vocab),
-        vocab_out=ds.V,
-        dim=cfg.d,
-        n_layers=cfg.lstm_layers,
-        output_bias=cfg.lstm_bias,
-    )
-    return LSTMModel(lcfg, generator=gen).to(cfg.torch_dtype)
+        tcfg = TransformerConfig(**sizes, n_layers=cfg.tf_layers, n_heads=cfg.tf_heads)
+        net: torch.nn.Module = Transformer(tcfg, generator=gen)
+    else:
+        lcfg = LSTMConfig(**sizes, n_layers=cfg.lstm_layers, output_bias=cfg.lstm_bias)
+        net = LSTMModel(lcfg, generator=gen)
+    return net.to(cfg.torch_dtype)
 
 
 def _ufm_init_arrays(ds: ContextDataset, cfg: TrainConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -485,14 +492,7 @@ def train_torch(
 
     model.train()
     t0 = last_save = time.perf_counter()
-    bar = tqdm(
-        total=cfg.n_epochs,
-        initial=start,
-        desc=cfg.model,
-        disable=not progress,
-        mininterval=0.5,
-        leave=False,
-    )
+    bar = _progress_bar(cfg, start, cfg.model, progress)
     nxt = rec.next_epoch()
     for k in range(start, cfg.n_epochs):
         feats = model.features(x)  # (m, d)
@@ -518,19 +518,17 @@ def train_torch(
     if nxt == cfg.n_epochs:
         snapshot(cfg.n_epochs, feats)
     b = model.output_bias
-    out = rec.result()
-    out.update(
+    return rec.finish(
+        cfg,
+        start,
+        seconds,
+        checkpoint,
         W_final=model.output_weight.detach().cpu().double().numpy(),
         H_final=feats.detach().t().cpu().double().numpy(),
         b_final=np.zeros(ds.V) if b is None else b.detach().cpu().double().numpy(),
-        seconds=seconds,
-        sec_per_epoch=seconds / max(cfg.n_epochs - start, 1),
         device=str(dev),
         n_params=int(sum(p.numel() for p in model.parameters())),
     )
-    if checkpoint is not None and checkpoint.exists():
-        checkpoint.unlink()
-    return out
 
 
 def train(ds: ContextDataset, cfg: TrainConfig, **kwargs: Any) -> dict[str, Any]:

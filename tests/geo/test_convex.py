@@ -1,4 +1,4 @@
-"""Convex side of paper ``geo``: L_in, L_mm, the proxy, the certificate, the path (spec §5)."""
+"""Convex side of paper ``geo``: L_in, L_mm, the proxy, the certificate, the path [geo, Sec. 2]."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def ref(inst):
     return g.nuclear_svm_cvxpy(inst[2], solver="SCS")
 
 
-# ---------------------------------------------------------------- components, checks 4-6
+# ---------------------------------------------------------------- components (geo-def-lin)
 
 
 def test_finite_logits(inst) -> None:
@@ -72,7 +72,7 @@ def test_centered_support_feasible_margin_one(inst) -> None:
             assert abs(St[S[:, j], j].min() - St[~S[:, j], j].max() - 1) < 1e-13
 
 
-# ---------------------------------------------------------------- L_mm, checks 7-11
+# ---------------------------------------------------------------- L_mm (geo-def-lmm)
 
 
 def test_admm_matches_cvxpy(inst, ref) -> None:
@@ -96,7 +96,7 @@ def test_lmm_properties(inst) -> None:
     assert abs((g.finite_logits(P) * L).sum()) < 1e-6
     n_mm, n_st = g.nuclear_norm(L), g.nuclear_norm(St)
     assert n_mm <= n_st + 1e-6
-    # multi-label: the proxy is close but not optimal (check 11)
+    # multi-label: the proxy is close but not optimal (geo-prop-proxy)
     assert 1e-5 < n_st / n_mm - 1 < 0.02
     assert 0.005 < g.direction_distance(L, St) < 0.3
 
@@ -165,7 +165,7 @@ def test_synthetic_lmm_structure() -> None:
     assert sol.reduced_shape[1] == len(ds.support_groups)
 
 
-# ---------------------------------------------------------------- factorisation, checks 12
+# ---------------------------------------------------------------- factorisation, geo-lem-nuclear
 
 
 def test_balanced_factorisation() -> None:
@@ -183,7 +183,7 @@ def test_balanced_factorisation() -> None:
         assert 0.5 * ((W2**2).sum() + (H2**2).sum()) >= g.nuclear_norm(L) - 1e-10
 
 
-# ---------------------------------------------------------------- path, checks 13-17
+# ---------------------------------------------------------------- path, geo-thm-path
 
 
 def test_path_matches_cvxpy() -> None:
@@ -214,7 +214,7 @@ def test_regularization_path_theorem() -> None:
     n_mm = g.nuclear_norm(L_mm)
     pf = np.array([np.linalg.norm(g.project_F(L, S) - L_in) for L in path["L"]])
     ratio = pf[1:-1] / pf[2:]  # lambda <= 1e-2
-    assert np.all((ratio > 5) & (ratio < 20))  # check 14: linear in lambda
+    assert np.all((ratio > 5) & (ratio < 20))  # P_F(L) -> L^in linearly in lambda
     small = lams <= 1e-3
     assert np.all(np.abs(path["excess"][small] / (lams[small] * n_mm) - 1) < 0.1)  # 15
     slope = np.diff(path["nuclear"])[-2:] / (np.log(10) * n_mm)
@@ -224,7 +224,7 @@ def test_regularization_path_theorem() -> None:
     assert np.all(path["opt_residual"] < 1e-5)
 
 
-# ---------------------------------------------------------------- metrics, checks 19
+# ---------------------------------------------------------------- metrics [geo, Fig. 2(d)]
 
 
 def test_structural_correlation() -> None:

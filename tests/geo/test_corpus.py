@@ -1,4 +1,4 @@
-"""Tests of the next-token datasets (paper ``geo``, §3.1 and checks 1 of §5)."""
+"""Tests of the next-token datasets (paper ``geo``; book: *Datasets*)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shape, initialisation and equivalence tests of the geometry paper's models (§3.2)."""
+"""Shape, initialisation and equivalence tests of the geometry paper's models [geo, Sec. 3]."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_transformer_paper_sizes() -> None:
     model = Transformer(cfg, generator=torch.Generator().manual_seed(0))
     n = sum(p.numel() for p in model.parameters())
     per_layer = 128 * 360 + 120 * 128 + 128 * 1024 + 512 * 128 + 2 * 128
-    assert n == 4 * per_layer + 130 * 128 + 104 * 128 + 128  # ~1.06 M [geo §3.2]
+    assert n == 4 * per_layer + 130 * 128 + 104 * 128 + 128  # ~1.06 M, as the authors' model
     assert not any("pos" in name for name, _ in model.named_parameters())  # no PE
     x = torch.randint(0, 130, (9, 5), generator=torch.Generator().manual_seed(1))
     assert model.features(x).shape == (9, 128)

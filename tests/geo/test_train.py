@@ -1,4 +1,4 @@
-"""Training-loop tests (paper ``geo``, §3.2 and the training checks of §5).
+"""Training-loop tests (paper ``geo``; book: *Trained models*, ``geo-eq-summed-loss``).
 
 Oracles: the distinct-contexts-with-counts loss equals the naive per-sample loop; the
 closed-form numpy UFM equals torch autograd + ``torch.optim.AdamW``; a resumed run equals

@@ -105,7 +105,7 @@ def test_train_run_is_cached_and_metrics_are_sane(cache) -> None:
     assert np.all(np.abs(met["sc_H"]) <= 1 + 1e-9)
     cvx = ex.convex_solution(run)
     assert cvx["L_mm"].shape == (cvx["V"], cvx["m"])
-    # identical supports => identical L_mm columns and H_mm columns (spec §5.8)
+    # identical supports => identical L_mm columns and H_mm columns (book: ``geo-def-collapse``)
     for g in synthetic_dataset(seed=0).support_groups:
         if len(g) > 1:
             np.testing.assert_allclose(cvx["L_mm"][:, g[1]], cvx["L_mm"][:, g[0]], atol=1e-6)

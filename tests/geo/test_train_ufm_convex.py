@@ -1,4 +1,4 @@
-"""Trained UFM vs the convex theory (paper ``geo``, §1.4, §2.4, checks 13-18 of §5).
+"""Trained UFM vs the convex theory (book: ``geo-lem-nuclear``, ``geo-thm-path``).
 
 Two routes to the UFM's logits:
 
@@ -64,7 +64,7 @@ def test_ridge_ufm_is_the_convex_optimum_and_follows_the_path(synth: ContextData
         # global optimality of the non-convex UFM point for CE + lam ||L||_* (d >= min(V, m))
         assert p["op"] <= 1 + 1e-4, p
         assert p["tight"] == pytest.approx(1.0, abs=1e-4), p
-        # balancedness W^T W = H H^T and 1^T W = 0 at a stationary point (§1.4)
+        # balancedness W^T W = H H^T and 1^T W = 0 at a stationary point (geo-lem-nuclear)
         assert p["balance"] < 1e-5 and p["mean_word"] < 1e-5, p
     # (ii) P_F(L_lam) -> L^in, about 10x per decade of lam
     for a, b in zip(path, path[1:], strict=False):
@@ -91,7 +91,7 @@ def test_ridge_path_keeps_converging_at_small_lambda(synth: ContextDataset) -> N
 def test_adamw_ufm_paper_protocol_matches_the_theory(
     synth: ContextDataset, L_mm: np.ndarray
 ) -> None:
-    """Paper protocol (30k AdamW epochs, ~1 s): checks 17-18 of §5 on the synthetic set."""
+    """Paper protocol (30k AdamW epochs, ~1 s): the path theorem on the synthetic set."""
     r = gt.train_ufm_numpy(synth, gt.TrainConfig(), progress=False)
     ep = r["epoch"]
     i1k, i10k, iend = (int(np.searchsorted(ep, k)) for k in (1000, 10000, 30000))

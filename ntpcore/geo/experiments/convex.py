@@ -1,13 +1,25 @@
-r"""Cached convex experiments of the geometry paper (key ``geo``; spec §2, §3.1, §6.1.2).
+r"""Cached convex experiments of the geometry paper [geo, Sec. 2, Fig. 1].
 
+The convex side of the paper in logit space :math:`L\in\mathbb R^{V\times m}`: the finite
+part :math:`L^{in}` (book: ``geo-def-lin``), the nuclear-norm NTP-SVM
+
+.. math:: L^{mm}=\arg\min\|L\|_*\ \text{s.t.}\ L_{zj}=L_{z'j},\ L_{zj}-L_{vj}\ge1
+          \quad(z,z'\in\mathcal S_j,\ v\notin\mathcal S_j)
+
+(book: ``geo-eq-svm``), its proxy :math:`\tilde S`, and the regularization path of
+:math:`\mathrm{CE}(L)+\lambda\|L\|_*` along which :math:`P_F(L_\lambda)\to L^{in}` and
+:math:`L_\lambda/\|L_\lambda\|_*\to L^{mm}/\|L^{mm}\|_*` (book: ``geo-thm-path``).
 Each function takes one frozen configuration whose fields are the notebook's parameter
-names and returns a dict of arrays and scalars (stored by :func:`ntpcore.pipeline.cache.cached`):
+names and returns a dict of arrays and scalars (stored by
+:func:`ntpcore.pipeline.cache.cached`):
 
-* :func:`run_support_lmm` -- ``S``, ``L_in``, ``L_mm``, ``S_tilde`` of a dataset (Fig. 1, left);
-* :func:`run_reg_path` -- the convex regularization path of :math:`\mathrm{CE}+\lambda\|L\|_*`
-  and the quantities of the (reconstructed) theorem of §2.4;
-* :func:`run_proxy` -- when the centred support :math:`\tilde S` equals :math:`L^{mm}`;
-* :func:`run_dataset_stats` -- statistics of the two datasets (§3.1).
+* :func:`run_support_lmm` -- ``S``, ``L_in``, ``L_mm``, ``S_tilde`` of a dataset
+  [geo, Fig. 1, left];
+* :func:`run_reg_path` -- the regularization path and the four statements of
+  ``geo-thm-path``;
+* :func:`run_proxy` -- when the centred support :math:`\tilde S` equals :math:`L^{mm}`
+  (book: ``geo-prop-proxy``);
+* :func:`run_dataset_stats` -- statistics of the two datasets (book: *Datasets*).
 """
 
 from __future__ import annotations
@@ -86,7 +98,7 @@ class RegPathConfig(DataConfig):
 
 @cached
 def run_reg_path(cfg: RegPathConfig) -> dict[str, object]:
-    r"""Solve the path and measure the four statements of §2.4 (checks 14-17).
+    r"""Solve the path and measure the four statements of the theorem (book: ``geo-thm-path``).
 
     Returns per lambda: ``excess`` (CE - H), ``nuclear`` (:math:`\|L_\lambda\|_*`),
     ``pf_err`` (:math:`\|P_F(L_\lambda)-L^{in}\|_F`), ``dist_mm`` / ``dist_proxy``

@@ -1,17 +1,27 @@
-r"""Cached training experiments of the geometry paper (key ``geo``; §3.2-3.4 of the spec).
+r"""Cached training experiments of the geometry paper [geo, Sec. 3, Figs. 1-3].
+
+Models trained on the :math:`m` distinct contexts (:mod:`ntpcore.geo.train`) give logits
+:math:`L_k=W_kH_k`; the paper predicts that, as training goes on, :math:`\mathrm{CE}(L_k)
+\to\mathcal H`, :math:`P_F(L_k)\to L^{in}` and the diverging part of :math:`L_k` aligns
+with :math:`L^{mm}`, so that the embeddings take the geometry of the balanced factors
+:math:`W^{mm}`, :math:`H^{mm}` of :math:`L^{mm}` (book: ``geo-thm-path``,
+``geo-def-collapse``).
 
 The notebooks build a :class:`TrainSetup` (or a subclass adding a few figure-specific
-fields) from their parameters -- the field names are the notebook's parameter names -- and
-call the functions below.  Everything expensive goes through :func:`ntpcore.pipeline.cache.cached`:
+fields) from their parameters -- the field names are the notebook's parameter names; the
+training protocol is declared once in :class:`ntpcore.geo.train.TrainProtocol` -- and
+call the functions below.  Everything expensive goes through
+:func:`ntpcore.pipeline.cache.cached`:
 
 * :func:`train_run` -- one model trained on one dataset (:class:`RunConfig`); interrupted
   runs resume from a checkpoint under ``<cache>/geo_train_checkpoints/``;
 * :func:`convex_solution` -- :math:`L^{in}`, :math:`L^{mm}`, :math:`\tilde S` and the
-  predicted embeddings of a dataset (:class:`DataConfig`);
-* :func:`run_metrics` -- the geometry metrics of §3.3 at every recorded epoch of a run.
+  predicted embeddings of a dataset (:class:`~ntpcore.geo.experiments.data.DataConfig`);
+* :func:`run_metrics` -- the geometry metrics of [geo, Fig. 2] at every recorded epoch.
 
 Cache keys hold the configuration and a fingerprint of the dataset
-(:func:`data_fingerprint`), so a change of the data generators never serves stale runs.
+(:func:`~ntpcore.geo.experiments.data.data_fingerprint`), so a change of the data
+generators never serves stale runs.
 """
 
 from __future__ import annotations
@@ -224,17 +234,18 @@ def _snapshot_logits(res: dict[str, Any], i: int) -> np.ndarray:
 
 
 def run_metrics(cfg: RunConfig) -> dict[str, Any]:
-    r"""Geometry metrics of §3.3 at each recorded epoch of :func:`train_run`.
+    r"""Geometry metrics of [geo, Figs. 2-3] at each recorded epoch of :func:`train_run`.
 
     * ``sc_H``, ``sc_W``: structural correlation of :math:`\cos(H^\top)` with
       :math:`\cos(H^{mm\top})` and of :math:`\cos(W)` with :math:`\cos(W^{mm})` (the paper's
       metric, diagonal included); ``sc_W_centered`` with the mean word embedding removed
-      (quirk §4.4.4); ``od_H``, ``od_W``: off-diagonal Pearson correlations;
+      (Adam does not keep it at zero; book: *Trained models*, deviations, item 4);
+      ``od_H``, ``od_W``: off-diagonal Pearson correlations;
     * ``dir_Lmm``: :math:`\|(L-L^{in})/\|\cdot\| - L^{mm}/\|L^{mm}\|\|_F`; ``dir_Lmm_centered``
       the same with the columns of ``L`` centred (the CE is blind to column shifts);
       ``dir_S_tilde``: the same against the proxy :math:`\tilde S`;
     * ``collapse_raw``, ``collapse_proj``: mean raw and projected cosine of same-support
-      context pairs (§2.5; NaN when there are no such pairs).
+      context pairs (book: ``geo-def-collapse``; NaN when there are no such pairs).
     """
     return _run_metrics(_run_key(cfg))
 

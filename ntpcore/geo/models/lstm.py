@@ -1,11 +1,11 @@
-r"""Two-layer LSTM language model of the geometry experiments [geo, §3.2].
+r"""Two-layer LSTM language model of the geometry experiments [geo, Sec. 3, Fig. 2].
 
 Token embedding (width ``dim``), ``nn.LSTM(dim, dim, num_layers=2)``, RMSNorm of the last
 hidden state (the context embedding :math:`h_j`), and an output layer
-``Linear(dim, V)`` **with a bias** as in the authors' code [C; quirk §4.4.5: the theory
-has no bias, so the logits are :math:`L = W H + b\,1^\top`].  Linear and embedding weights
-are initialised :math:`\mathcal N(0, 0.02^2)` (the output bias at 0), the LSTM with
-PyTorch's default :math:`U(\pm 1/\sqrt{\rm dim})`.
+``Linear(dim, V)`` **with a bias** as in the authors' code (the theory has no bias, so the
+logits are :math:`L = W H + b\,1^\top`; book: *Trained models*, deviations, item 5).
+Linear and embedding weights are initialised :math:`\mathcal N(0, 0.02^2)` (the output
+bias at 0), the LSTM with PyTorch's default :math:`U(\pm 1/\sqrt{\rm dim})`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class LSTMConfig:
     vocab_out: int  # V, number of next tokens
     dim: int = 128  # embedding and hidden width d
     n_layers: int = 2  # stacked LSTM layers
-    output_bias: bool = True  # the authors' output layer has a bias (quirk 4.4.5)
+    output_bias: bool = True  # the authors' output layer has a bias
     norm_eps: float = 1e-5  # RMSNorm epsilon
     init_std: float = 0.02  # std of the normal initialisation
 

@@ -1,6 +1,6 @@
-r"""Decoder-only transformer of the geometry experiments [geo, §3.2].
+r"""Decoder-only transformer of the geometry experiments [geo, Sec. 3, Figs. 1-3].
 
-Llama-style blocks as in the paper's code description [C]: token embedding over the
+Llama-style blocks as in the authors' code: token embedding over the
 context vocabulary, ``n_layers`` pre-RMSNorm blocks (causal multi-head attention with
 ``n_heads`` heads of width ``head_dim = (dim // n_heads // 2) * 2`` = 20 for the paper's
 128/6, projected back to ``dim``; SwiGLU feed-forward ``w2(silu(w1 x) * w3 x)`` of hidden
@@ -9,8 +9,8 @@ width ``4 * dim``; no biases), a final RMSNorm, and an untied output layer
 **No positional encoding** (only the causal mask): the context embedding
 :math:`h_j` is the final-norm output at the **last** position.
 
-Initialisation [C]: every linear layer and the token embedding :math:`\mathcal N(0, 0.02^2)`;
-the residual-branch outputs ``w3`` and ``wo``
+Initialisation (the authors' code): every linear layer and the token embedding
+:math:`\mathcal N(0, 0.02^2)`; the residual-branch outputs ``w3`` and ``wo``
 :math:`\mathcal N(0, (0.02/\sqrt{2 n_{\rm layers}})^2)`.
 
 Implementation choices that do not change the function (only the cost):

@@ -1,4 +1,4 @@
-r"""NTP-UFM: the unconstrained-features model of next-token prediction [geo, §1.3].
+r"""NTP-UFM: the unconstrained-features model of next-token prediction [geo, Sec. 2].
 
 Every distinct context :math:`\bar x_j` gets a free embedding :math:`h_j \in \R^d` (the
 columns of :math:`H \in \R^{d\times m}`) and every next token a free word embedding
@@ -6,7 +6,7 @@ columns of :math:`H \in \R^{d\times m}`) and every next token a free word embedd
 :math:`L = W H \in \R^{V\times m}`.  As a network this is a one-hot input layer
 ``Linear(m, d, bias=False)`` (weight :math:`H`) followed by ``Linear(d, V, bias=False)``
 (weight :math:`W`), initialised like PyTorch's ``nn.Linear`` default,
-:math:`U(\pm 1/\sqrt{\text{fan-in}})` [geo §3.2, C].
+:math:`U(\pm 1/\sqrt{\text{fan-in}})`, as in the authors' code.  Book: ``geo-def-ufm``.
 
 Two implementations share the initialisation :func:`init_ufm`: the torch module
 :class:`UFM` (autograd, used as an oracle and on the GPU) and the closed-form AdamW loop of

@@ -528,19 +528,37 @@ def solve_nuclear_svm(
     )
 
 
-def nuclear_svm(S: ArrayLike, *, solver: str = "admm", tol: float = 1e-8) -> NDArray[np.float64]:
+#: reduced problems with at least this many entries (word classes x support groups) go to
+#: the Anderson-accelerated solver of :mod:`ntpcore.geo.svm_scale` under ``solver="auto"``;
+#: every support set of the book's figures is far below it (real text: 54 x 40)
+SCALE_SWITCH = 50_000
+
+
+def nuclear_svm(
+    S: ArrayLike, *, solver: str = "auto", tol: float | None = None
+) -> NDArray[np.float64]:
     r"""Max-margin logits :math:`L^{mm}` (V, m) of a support matrix ``S`` (spec §2.3).
 
-    ``solver="admm"`` (default) uses :func:`solve_nuclear_svm`; ``"scs"`` or ``"clarabel"``
-    the cvxpy reference :func:`nuclear_svm_cvxpy`.
+    ``solver="admm"`` uses :func:`solve_nuclear_svm` (default ``tol`` 1e-8);
+    ``"dr-anderson"`` the large-vocabulary solver
+    :func:`ntpcore.geo.svm_scale.solve_nuclear_svm_scale` (default ``tol`` 1e-6);
+    ``"auto"`` (default) the first below :data:`SCALE_SWITCH` reduced entries, the second
+    above; ``"scs"`` or ``"clarabel"`` the cvxpy reference :func:`nuclear_svm_cvxpy`.
 
     Raises
     ------
     DataError
         If ``S`` is not a 0/1 matrix with non-empty columns, or no column leaves a word out.
     SolverError
-        If the solver fails to reach the requested accuracy.
+        If the solver fails to certify the requested accuracy.
     """
+    if solver == "auto":
+        r, u = reduce_support(S).Sr.shape
+        solver = "admm" if r * u < SCALE_SWITCH else "dr-anderson"
     if solver == "admm":
-        return solve_nuclear_svm(S, tol=tol).L
+        return solve_nuclear_svm(S, tol=1e-8 if tol is None else tol).L
+    if solver == "dr-anderson":
+        from ntpcore.geo.svm_scale import solve_nuclear_svm_scale
+
+        return solve_nuclear_svm_scale(S, tol=1e-6 if tol is None else tol).L
     return nuclear_svm_cvxpy(S, solver=solver).L

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntpcore.att import finite_component, graph_svm, toy_dataset, token_priority_graphs
+from ntpcore.att import finite_component, graph_svm, token_priority_graphs, toy_dataset
 from ntpcore.att.verify import finite_report, graph_svm_report, scc_report, theory_report
 
 

@@ -92,8 +92,10 @@ check-book: $(STAMP)
 	NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
 	  --nbval --nbval-current-env --nbval-cell-timeout=3600 --nbval-sanitize-with tests/nbval_sanitize.cfg -q book/executed
 
+# The checker's negative controls first (pages it must fail), then the book.
 browser-test:
 	test -d node_modules/playwright-core || npm ci --no-audit --no-fund
+	node tests/browser/check_book.mjs --self-test
 	node tests/browser/check_book.mjs _build/html
 
 # Benchmarks (long: the generic solvers run until they pass BENCH_LIMIT seconds), then the

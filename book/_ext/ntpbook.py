@@ -116,6 +116,24 @@ class NTPFigure(_MystDirective):
         return self._parse(text)
 
 
+def _key_metric(name: str, metrics: dict) -> tuple[str, object] | None:
+    """The registry's ``key_metric`` among a sidecar's metrics.
+
+    ``prefix_*`` names a family whose members end in a number (e.g. one metric per
+    recorded epoch): the member with the largest number is taken.
+    """
+    if name.endswith("*"):
+        family = [k for k in metrics if k.startswith(name[:-1]) and k[len(name) - 1 :].isdigit()]
+        name = max(family, key=lambda k: int(k[len(name) - 1 :]), default="")
+    return (name, metrics[name]) if name in metrics else None
+
+
+def _paper_label(label: str) -> str:
+    """The registry's paper label for a table cell ("-" would start a nested bullet list)."""
+    label = label.strip()
+    return "beyond the paper" if label in ("-", "—", "") else label
+
+
 class NTPReproducibility(_MystDirective):
     has_content = False
 
@@ -123,26 +141,34 @@ class NTPReproducibility(_MystDirective):
         rows = []
         for fig_id, entry in load_registry().items():
             side = _sidecar(fig_id) or {}
-            metrics = side.get("metrics") or {}
-            key = next(iter(sorted(metrics.items())), None)
+            key = _key_metric(entry.key_metric, side.get("metrics") or {})
             commit = (side.get("git") or {}).get("commit") or "-"
             dirty = " (dirty)" if (side.get("git") or {}).get("dirty") else ""
             runtime = side.get("notebook_wall_time_s")
             rows.append(
                 [
-                    f"`{fig_id}`",
-                    entry.paper_label,
-                    f"{{doc}}`{Path(entry.notebook).stem} </book/executed/{fig_id}>`"
-                    if side
-                    else entry.notebook,
+                    f"{{doc}}`{fig_id} </book/executed/{fig_id}>`" if side else fig_id,
+                    _paper_label(entry.paper_label),
+                    f"`{Path(entry.notebook).name}`",
                     side.get("profile", "not run"),
                     f"`{commit[:10]}`{dirty}",
                     f"{runtime:.1f} s" if isinstance(runtime, int | float) else "-",
-                    f"{key[0]} = {_fmt_metric(key[1])}" if key else "-",
+                    f"`{key[0]}` = {_fmt_metric(key[1])}" if key else "-",
                 ]
             )
-        header = ["figure", "paper label", "notebook", "profile", "commit", "runtime", "key metric"]
-        lines = [":::{list-table}", ":header-rows: 1", ":widths: auto", ""]
+        header = [
+            "figure (executed notebook)",
+            "paper label",
+            "template notebook",
+            "profile",
+            "commit",
+            "runtime",
+            "key metric",
+        ]
+        # Fixed column widths (book/_static/ntp.css, table.ntp-repro) keep the table inside
+        # the content column; long identifiers wrap.
+        lines = [":::{list-table}", ":header-rows: 1", ":class: ntp-repro"]
+        lines += [":widths: 19 14 18 8 12 9 20", ""]
         for row in [header, *rows]:
             lines.append(f"* - {row[0]}")
             lines.extend(f"  - {cell}" for cell in row[1:])

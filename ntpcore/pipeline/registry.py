@@ -2,7 +2,8 @@
 
 The registry is the single source of truth: figure id -> notebook, parameter overrides
 (``params``), quick-profile overrides (``quick``), paper and figure label as printed in
-the paper, and the claim the figure illustrates.
+the paper, the claim the figure illustrates, and the name of the sidecar metric that best
+summarises it (``key_metric``, shown on the *Reproducing this book* page).
 
 A notebook's parameters cell holds literal assignments only, one per line, each with a
 comment.  The comment may start with a constraint in square brackets, which the runner
@@ -41,6 +42,7 @@ PAPERS = {"lin": "linear", "geo": "geometry", "att": "attention", "perf": "perfo
 ID_RE = re.compile(r"^(lin|geo|att|perf)-[a-z0-9]+(-[a-z0-9]+)*$")
 REQUIRED = ("paper", "paper_label", "title", "notebook", "claim")
 OPTIONAL = ("params", "quick")
+SCALARS = ("key_metric",)
 
 
 class RegistryError(ValueError):
@@ -59,6 +61,7 @@ class FigureEntry:
     claim: str
     params: dict[str, Any] = field(default_factory=dict)
     quick: dict[str, Any] = field(default_factory=dict)
+    key_metric: str = ""
 
     @property
     def notebook_path(self) -> Path:
@@ -91,7 +94,7 @@ def load_registry(path: Path | None = None) -> dict[str, FigureEntry]:
         if not isinstance(body, dict):
             raise RegistryError(f"{fig_id}: entry must be a mapping")
         missing = [k for k in REQUIRED if k not in body]
-        unknown = sorted(set(body) - set(REQUIRED) - set(OPTIONAL))
+        unknown = sorted(set(body) - set(REQUIRED) - set(OPTIONAL) - set(SCALARS))
         if missing or unknown:
             raise RegistryError(f"{fig_id}: missing keys {missing}, unknown keys {unknown}")
         if body["paper"] != fig_id.split("-")[0]:
@@ -108,6 +111,7 @@ def load_registry(path: Path | None = None) -> dict[str, FigureEntry]:
             claim=str(body["claim"]),
             params=dict(body.get("params") or {}),
             quick=dict(body.get("quick") or {}),
+            key_metric=str(body.get("key_metric") or ""),
         )
     return entries
 

@@ -167,6 +167,7 @@ def regularization_path(
     d: int | None = None,
     max_iter: int = 5000,
     polish: bool = True,
+    certify_tol: float = 1e-5,
 ) -> dict[str, NDArray[np.float64]]:
     r"""Minimisers :math:`L_\lambda` of :math:`\mathrm{CE}(L)+\lambda\|L\|_*` along a path.
 
@@ -176,6 +177,10 @@ def regularization_path(
     lambdas : decreasing positive values (solved in that order, warm-started).
     seed : seed of the small random initialisation.
     d : factor width (default ``min(V, m) + 1``, which makes the rank constraint inactive).
+    certify_tol : every point must satisfy the optimality conditions of the convex problem,
+        :math:`\|\nabla\mathrm{CE}(L)\|_{op} = \lambda` and
+        :math:`\langle -\nabla\mathrm{CE}(L), L\rangle = \lambda\|L\|_*`, to this relative
+        accuracy (or :math:`\|\nabla\mathrm{CE}(0)\|_{op}\le\lambda` at :math:`L = 0`).
 
     Returns
     -------
@@ -188,6 +193,8 @@ def regularization_path(
     ------
     DataError
         On invalid ``P``/``pi``/``lambdas``.
+    SolverError
+        When a point of the path is not a certified minimiser (the residuals are named).
     """
     P = as_prob_matrix(P)
     pi = context_weights(pi, P.shape[1])
@@ -218,13 +225,21 @@ def regularization_path(
         nuc = float(s.sum())
         if not np.isfinite(nuc):
             raise SolverError(f"regularization path diverged at lambda={lam:g}")
+        opt = float(np.linalg.norm(G, 2)) / lam - 1.0
+        align = float((-G * L).sum()) / (lam * nuc) - 1.0 if nuc > 0 else 0.0
+        if nuc > 0 and max(abs(opt), abs(align)) > certify_tol:
+            raise SolverError(
+                f"regularization path: no certified minimiser at lambda={lam:g} "
+                f"(||grad CE||_op/lambda - 1 = {opt:.1e}, alignment residual {align:.1e}, "
+                f"tolerance {certify_tol:g}); raise max_iter or use reg_path_cvxpy"
+            )
         out["L"].append(L)
         out["W"].append(W.copy())
         out["H"].append(H.copy())
         out["excess"].append(exc)
         out["nuclear"].append(nuc)
-        out["opt_residual"].append(float(np.linalg.norm(G, 2)) / lam - 1.0)
-        out["align_residual"].append(float((-G * L).sum()) / (lam * nuc) - 1.0 if nuc > 0 else 0.0)
+        out["opt_residual"].append(opt)
+        out["align_residual"].append(align)
     result = {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
     result["lambdas"] = lams
     return result

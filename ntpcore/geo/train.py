@@ -50,9 +50,9 @@ from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
 from ntpcore.core.io import atomic_path
-from ntpcore.core.logits import ce_excess, project_F
+from ntpcore.core.logits import ce_excess, ce_grad_unchecked, project_F
 from ntpcore.core.optim import log_steps
-from ntpcore.errors import DataError
+from ntpcore.errors import DataError, SolverError
 from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.logits import finite_logits
 
@@ -349,12 +349,7 @@ def fit_ufm_ridge(
 
     def fun(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         W, H = theta[:nW].reshape(V, d), theta[nW:].reshape(d, m)
-        L = W @ H  # (V, m)
-        L = L - L.max(axis=0)
-        lse = np.log(np.exp(L).sum(axis=0))
-        Q = np.exp(L - lse)
-        ce = float(pi @ (lse - (P * L).sum(axis=0)))
-        G = (Q - P) * pi  # (V, m) gradient of CE in L
+        ce, G = ce_grad_unchecked(W @ H, P, pi)  # G: (V, m) gradient of CE in L
         f = ce + 0.5 * lam * float(theta @ theta)
         g = np.concatenate([(G @ H.T + lam * W).ravel(), (W.T @ G + lam * H).ravel()])
         return f, g
@@ -366,6 +361,14 @@ def fit_ufm_ridge(
         method="L-BFGS-B",
         options={"maxiter": maxiter, "gtol": gtol, "ftol": 0.0, "maxcor": 30},
     )
+    # L-BFGS may stop with a line-search message at a point that is already stationary to
+    # machine precision; the certificate is the gradient, not the message.
+    grad = float(np.abs(res.jac).max())
+    if not res.success and grad > 1e3 * gtol:
+        raise SolverError(
+            f"fit_ufm_ridge: L-BFGS stopped without a stationary point ({res.message}; "
+            f"largest gradient entry {grad:.1e} > {1e3 * gtol:g}); raise maxiter"
+        )
     theta = res.x
     return theta[:nW].reshape(V, d).copy(), theta[nW:].reshape(d, m).copy()
 

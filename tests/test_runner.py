@@ -152,3 +152,54 @@ def test_sigterm_says_what_was_kept_and_leaves_no_staging_folder(tmp_path):
     assert "Traceback" not in err
     assert not list(build.glob(f"ntp-{proc.pid}-*")), "a staging folder was left behind"
     assert not (tmp_path / "f").exists()
+
+
+@pytest.mark.parametrize(
+    ("fig_id", "override"),
+    [
+        ("lin-gd-direction", "n_steps=1000000000000"),
+        ("lin-next-token-dists", "vocab_size=10000000"),
+    ],
+)
+def test_parameters_beyond_this_machine_are_refused_before_any_kernel_starts(
+    monkeypatch, capsys, fig_id, override
+):
+    started = []
+    monkeypatch.setattr(reproduce, "execute", lambda jobs, n: started.append(jobs) or [])
+    assert reproduce.main(["--only", fig_id, "--set", override]) == 2
+    err = capsys.readouterr().err
+    assert "GB of memory and this machine has" in err and "--force" in err
+    assert started == []
+    # --force lets a user try anyway (the estimate is only an estimate)
+    assert reproduce.main(["--only", fig_id, "--set", override, "--force"]) == 0
+    assert len(started) == 1
+
+
+def test_every_registered_figure_fits_this_machine_in_both_profiles():
+    for entry in REG.values():
+        specs = registry.parse_parameters(entry.notebook_path)
+        for profile in ("paper", "quick"):
+            params = {k: s.default for k, s in specs.items()} | entry.overrides(profile)
+            reproduce.check_resources(entry, params, force=False)
+
+
+def test_resource_expressions_allow_arithmetic_only(tmp_path):
+    bad = tmp_path / "figures.yml"
+    body = "lin-x:\n  paper: lin\n  paper_label: a\n  title: t\n  notebook: n\n  claim: c\n"
+    bad.write_text(body + "  resources: {memory_gb: \"__import__('os').getpid()\"}\n")
+    with pytest.raises(registry.RegistryError, match="only arithmetic"):
+        registry.load_registry(bad)
+    bad.write_text(body + '  resources: {memory_gb: "8e-9 * n_steps ** 2 + max(1, dim)"}\n')
+    entry = registry.load_registry(bad)["lin-x"]
+    assert entry.estimate({"n_steps": 1e4, "dim": 3}) == {"memory_gb": pytest.approx(3.8)}
+
+
+def test_a_figure_on_other_data_than_the_papers_says_so_in_its_registry_entry():
+    for fig_id, entry in REG.items():
+        specs = registry.parse_parameters(entry.notebook_path)
+        params = {k: s.default for k, s in specs.items()} | entry.overrides("paper")
+        if params.get("dataset") == "text":
+            assert any("Lee" in d for d in entry.deviations), (
+                f"{fig_id} runs on the Lee corpus, not the paper's TinyStories: "
+                f"its figures.yml entry must say so under deviations"
+            )

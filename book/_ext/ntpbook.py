@@ -107,6 +107,10 @@ class NTPFigure(_MystDirective):
             f"Notebook: {{doc}}`/book/executed/{fig_id}`. "
             f"Regenerate: `python -m ntpcore.reproduce --only {fig_id}`."
         )
+        if entry.deviations:
+            caption += " *Differs from the paper:* " + " ".join(
+                d.rstrip(".") + "." for d in entry.deviations
+            )
         if quick:
             caption += " **Quick profile:** reduced settings, not the paper figure."
         text = (

@@ -2,8 +2,12 @@
 
 The registry is the single source of truth: figure id -> notebook, parameter overrides
 (``params``), quick-profile overrides (``quick``), paper and figure label as printed in
-the paper, the claim the figure illustrates, and the name of the sidecar metric that best
-summarises it (``key_metric``, shown on the *Reproducing this book* page).
+the paper, the claim the figure illustrates, the name of the sidecar metric that best
+summarises it (``key_metric``, shown on the *Reproducing this book* page), where the figure
+departs from the paper's data or optimizer (``deviations``, rendered in the caption), and
+an estimate of the memory and time a run needs from its parameters (``resources``: Python
+arithmetic over the notebook's numeric parameters, e.g.
+``memory_gb: "8e-9 * (n_steps + 1) * 3"``), which the runner checks before any kernel starts.
 
 A notebook's parameters cell holds literal assignments only, one per line, each with a
 comment.  The comment may start with a constraint in square brackets, which the runner
@@ -41,8 +45,9 @@ from ntpcore.pipeline import paths
 PAPERS = {"lin": "linear", "geo": "geometry", "att": "attention", "perf": "performance"}
 ID_RE = re.compile(r"^(lin|geo|att|perf)-[a-z0-9]+(-[a-z0-9]+)*$")
 REQUIRED = ("paper", "paper_label", "title", "notebook", "claim")
-OPTIONAL = ("params", "quick")
-SCALARS = ("key_metric",)
+OPTIONAL = ("params", "quick", "resources")
+SCALARS = ("key_metric", "deviations")
+RESOURCE_KEYS = ("memory_gb", "minutes")
 
 
 class RegistryError(ValueError):
@@ -62,6 +67,15 @@ class FigureEntry:
     params: dict[str, Any] = field(default_factory=dict)
     quick: dict[str, Any] = field(default_factory=dict)
     key_metric: str = ""
+    deviations: tuple[str, ...] = ()
+    resources: dict[str, str] = field(default_factory=dict)
+
+    def estimate(self, params: dict[str, Any]) -> dict[str, float]:
+        """Evaluate the ``resources`` expressions with the run's parameters."""
+        return {
+            k: evaluate(expr, params, f"{self.fig_id}: resources.{k}")
+            for k, expr in self.resources.items()
+        }
 
     @property
     def notebook_path(self) -> Path:
@@ -112,8 +126,92 @@ def load_registry(path: Path | None = None) -> dict[str, FigureEntry]:
             params=dict(body.get("params") or {}),
             quick=dict(body.get("quick") or {}),
             key_metric=str(body.get("key_metric") or ""),
+            deviations=_deviations(fig_id, body.get("deviations")),
+            resources=_resources(fig_id, body.get("resources")),
         )
     return entries
+
+
+def _deviations(fig_id: str, raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not all(isinstance(s, str) and s.strip() for s in items):
+        raise RegistryError(f"{fig_id}: deviations must be a sentence or a list of sentences")
+    return tuple(s.strip() for s in items)
+
+
+def _resources(fig_id: str, raw: Any) -> dict[str, str]:
+    raw = raw or {}
+    unknown = sorted(set(raw) - set(RESOURCE_KEYS))
+    if unknown:
+        raise RegistryError(f"{fig_id}: unknown resources {unknown}; known: {RESOURCE_KEYS}")
+    out = {k: str(v) for k, v in raw.items()}
+    for k, expr in out.items():
+        _parse_expression(expr, f"{fig_id}: resources.{k}")
+    return out
+
+
+_FUNCS = {"min": min, "max": max, "log2": math.log2, "log10": math.log10, "sqrt": math.sqrt}
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Pow: lambda a, b: a**b,
+}
+
+
+def _parse_expression(expr: str, where: str) -> ast.Expression:
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as exc:
+        raise RegistryError(f"{where}: {expr!r} is not an arithmetic expression") from exc
+    for node in ast.walk(tree):
+        ok = isinstance(
+            node,
+            ast.Expression
+            | ast.BinOp
+            | ast.UnaryOp
+            | ast.Constant
+            | ast.Name
+            | ast.Load
+            | ast.Call
+            | ast.operator
+            | ast.unaryop,
+        )
+        if isinstance(node, ast.Call):
+            ok = isinstance(node.func, ast.Name) and node.func.id in _FUNCS and not node.keywords
+        if isinstance(node, ast.Constant):
+            ok = isinstance(node.value, int | float) and not isinstance(node.value, bool)
+        if not ok:
+            raise RegistryError(f"{where}: only arithmetic is allowed, got {expr!r}")
+    return tree
+
+
+def evaluate(expr: str, params: dict[str, Any], where: str) -> float:
+    """Evaluate a ``resources`` expression over numeric parameters (no other Python)."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            value = params.get(node.id)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise RegistryError(f"{where}: {node.id!r} is not a numeric parameter")
+            return float(value)
+        if isinstance(node, ast.UnaryOp):
+            return -ev(node.operand) if isinstance(node.op, ast.USub) else ev(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.Call):
+            return float(_FUNCS[node.func.id](*(ev(a) for a in node.args)))
+        raise RegistryError(f"{where}: unsupported expression")
+
+    return ev(_parse_expression(expr, where))
 
 
 # --------------------------------------------------------------------------- parameters

@@ -122,8 +122,41 @@ def parse_set(items: list[str]) -> dict[str, Any]:
     return out
 
 
+#: A run longer than this (estimated from the registry's ``resources``) needs --force.
+MAX_MINUTES = 24 * 60
+
+
+def machine_memory_gb() -> float:
+    """Physical memory of this machine in GB (10^9 bytes)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+
+
+def check_resources(entry: FigureEntry, params: dict[str, Any], force: bool) -> dict[str, float]:
+    """Estimate memory and time from the parameters; refuse what this machine cannot do."""
+    est = entry.estimate(params)
+    if force:
+        return est
+    mem, have = est.get("memory_gb"), machine_memory_gb()
+    if mem is not None and mem > 0.8 * have:
+        raise ParameterError(
+            f"{entry.fig_id}: these parameters need about {mem:.3g} GB of memory and this "
+            f"machine has {have:.3g} GB; lower them, or pass --force to try anyway"
+        )
+    minutes = est.get("minutes")
+    if minutes is not None and minutes > MAX_MINUTES:
+        raise ParameterError(
+            f"{entry.fig_id}: these parameters need about {minutes / 60:.3g} hours; lower "
+            f"them, or pass --force to run anyway"
+        )
+    return est
+
+
 def plan(
-    ids: list[str] | None, profile: str, adhoc: dict[str, Any], registry: dict[str, FigureEntry]
+    ids: list[str] | None,
+    profile: str,
+    adhoc: dict[str, Any],
+    registry: dict[str, FigureEntry],
+    force: bool = False,
 ) -> list[Job]:
     """Build and validate all jobs; raises before anything runs."""
     if profile not in ("paper", "quick"):
@@ -152,6 +185,7 @@ def plan(
             validate_overrides(specs, entry.quick, "registry quick", fig_id)
         validate_overrides(specs, adhoc, "--set", fig_id)
         params = {**entry.overrides(profile), **adhoc, "fig_id": fig_id, "profile": profile}
+        check_resources(entry, {k: s.default for k, s in specs.items()} | params, force)
         jobs.append(Job(entry, profile, params, dict(adhoc), CELL_TIMEOUT[profile]))
     return jobs
 
@@ -423,6 +457,11 @@ def main(argv: list[str] | None = None) -> int:
         "exploration and writes results/explore/<id>/, never the book's figure",
     )
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run in parallel")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="run even where the estimated memory or time exceeds what this machine has",
+    )
     parser.add_argument("--list", action="store_true", help="list the registry and exit")
     args = parser.parse_args(argv)
     try:
@@ -436,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.jobs < 1:
             raise ParameterError(f"--jobs must be >= 1, got {args.jobs}")
-        jobs = plan(args.only, args.profile, parse_set(args.sets), registry)
+        jobs = plan(args.only, args.profile, parse_set(args.sets), registry, args.force)
     except (ParameterError, RegistryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -78,9 +78,11 @@ def test_local_convergence_experiment():
     assert r["n_local_infeasible"] == 0
 
 
-def test_scc_statistics_giant_component():
-    r = att.run_scc_stats.__wrapped__(
-        att.AttSCCStatsConfig(n_trials=3, vocab_size=10, seq_lens=(3,), sample_sizes=(5, 50, 500))
+def test_scc_statistics_giant_component(tmp_path, monkeypatch):
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path))
+    r = att.run_scc_stats(
+        att.AttSCCStatsConfig(n_trials=3, vocab_size=10, seq_lens=(3,), sample_sizes=(5, 50, 500)),
+        progress=False,
     )
     big = r["largest_frac"].mean(-1)[0]
     assert big[-1] > 0.9 and big[-1] > big[0]
@@ -123,3 +125,22 @@ def test_small_fraction_and_fmt_exact():
     assert small_fraction(2 / 3) == Fraction(2, 3) and small_fraction(-1.0) == -1
     assert small_fraction(np.log(2)) is None
     assert fmt_exact(1 / 3, signed=True) == "+1/3" and fmt_exact(np.log(2)) == "0.693"
+
+
+def test_scc_statistics_are_the_same_serially_on_processes_and_on_a_cluster(tmp_path, monkeypatch):
+    """The (T, n) cells of the SCC statistics are independent runs of the sweep API."""
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
+    cfg = att.AttSCCStatsConfig(n_trials=3, vocab_size=8, seq_lens=(3, 4), sample_sizes=(5, 40))
+    serial = att.run_scc_stats(cfg, progress=False)
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "procs"))
+    procs = att.run_scc_stats(cfg, n_workers=2, progress=False)
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cluster"))
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        clus = att.run_scc_stats(cfg, scheduler=cluster.scheduler_address, progress=False)
+    for key in ("n_sccs", "largest_frac", "single_scc", "cyclic_frac", "pure_comp"):
+        assert serial[key].shape == (2, 2, 3)
+        np.testing.assert_array_equal(procs[key], serial[key])
+        np.testing.assert_array_equal(clus[key], serial[key])

@@ -34,7 +34,7 @@ class PerfLinScaleConfig(LinSupportConfig):
     dim: int = 512
     vocab_size: int = 1000
     support_size: int = 3
-    optimizer: str = "ngd"  # "gd" | "ngd", from W_0 = 0
+    optimizer: str = "gd"  # "gd" (Theorem 2) | "ngd", from W_0 = 0
     step_size: float = 0.5  # eta
     n_steps: int = 3000  # optimizer steps
     n_records: int = 40  # recorded iterates, log-spaced

@@ -75,3 +75,39 @@ def test_crossing_interpolates_the_first_rise_through_the_level():
     assert np.isclose(E.crossing(xs, p, level=0.1), 0.5)
     # a curve that never reaches the level has no crossing
     assert np.isnan(E.crossing(xs, np.full(5, 0.4)))
+
+
+def test_solution_facts_hold_on_small_synthetic_data_and_catch_a_wrong_w_star(monkeypatch):
+    cfg = E.LinSupportConfig(n_contexts=6, dim=8, vocab_size=5, support_size=3)
+    f = E.synthetic_facts(cfg)
+    assert f["log_odds_error"] < 1e-10 and f["star_perp_rel"] < 1e-10
+    assert f["mm_F_rel"] < 1e-6 and f["inner_rel"] < 1e-8
+    assert 1 - 1e-6 <= f["min_margin"] <= 1 + 1e-6 and f["n_active"] >= 1
+    assert f["max_spread"] < 1e-6 and f["colsum_rel"] < 1e-6 and f["rowspan_rel"] < 1e-6
+    gap, bound = f["gamma_gap"], f["gamma_bound"]
+    assert np.all(gap > 0) and np.all(np.diff(gap) < 0) and np.all(gap <= bound)
+    # margins are at least 1 and some equal 1: the log-slope tends to -1 [lin, eq. (7)]
+    assert abs(np.log(gap[20] / gap[10]) / 10 + 1) < 0.05
+    # W* scaled off the log-odds: eq. (4) fails by 5% of the largest log-odds
+    original = E.lin.finite_component
+    monkeypatch.setattr(E.lin, "finite_component", lambda H, P: 1.05 * original(H, P))
+    assert E.synthetic_facts(cfg)["log_odds_error"] > 1e-3
+
+
+def test_genie_points_lie_on_the_sphere_and_lose_to_the_path():
+    cfg = E.LinSupportConfig(n_contexts=6, dim=8, vocab_size=5, support_size=3)
+    data = E.synthetic_data(cfg)
+    ns = float(np.linalg.norm(E.lin.finite_component(data.H, data.P)))
+    radii = (0.5 * ns, 2 * ns, 4 * ns)
+    genie = E.genie_gaps(cfg, radii)
+    assert np.isnan(genie[0]) and np.all(genie[1:] > 0) and genie[2] < genie[1]
+    path = E.lin.regularization_path(data.H, data.P, data.pi, radii[1:])
+    gaps = [E.lin.ce_excess(w, data.H, data.P, data.pi) for w in path["W"]]
+    assert np.all(np.asarray(gaps) <= genie[1:] * (1 + 1e-9))
+
+
+def test_log_slope_and_decade_change_on_exact_curves():
+    k = np.array([0, 1, 10, 100, 1000])
+    y = 3.0 * np.log(np.maximum(k, 1)) + 2.0
+    assert E.log_slope(k, y, 10, 1000) == pytest.approx(3.0)
+    assert E.decade_change(k, k.astype(float) + 1) == pytest.approx(1001 / 101)

@@ -19,7 +19,11 @@ names and returns a dict of arrays and scalars (stored by
   ``geo-thm-path``;
 * :func:`run_proxy` -- when the centred support :math:`\tilde S` equals :math:`L^{mm}`
   (book: ``geo-prop-proxy``);
-* :func:`run_dataset_stats` -- statistics of the two datasets (book: *Datasets*).
+* :func:`run_dataset_stats` -- statistics of the two datasets (book: *Datasets*);
+* :func:`support_lmm_facts`, :func:`dataset_facts` -- the numbers the notebooks' claims
+  check: :math:`L^{mm}` at its solution (feasibility, dual certificate, agreement with
+  cvxpy), :math:`L^{in}`, the ranks of :math:`S`, :math:`\tilde S`, :math:`L^{mm}`, the
+  balanced factors of :math:`L^{mm}`, and the consistency of the datasets' soft labels.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ntpcore import geo as g
+from ntpcore.core.logits import softmax
 from ntpcore.errors import DataError
+from ntpcore.geo.data import subset_contexts
 from ntpcore.geo.experiments.data import DATASETS, DataConfig, load_dataset
 from ntpcore.geo.synthetic import synthetic_dataset
 from ntpcore.geo.text import text_dataset
@@ -78,6 +84,108 @@ def run_support_lmm(cfg: SupportLmmConfig) -> dict[str, object]:
         "L_in_fro": float(np.linalg.norm(L_in)),
         "inner_in_mm": float((L_in * sol.L).sum()),
         "dist_proxy": g.direction_distance(sol.L, St),
+    }
+
+
+CVXPY_MAX_ENTRIES = 4000  # larger supports are checked against cvxpy on a 24-context subset
+
+
+def _psd_sqrt(A: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Square root of a symmetric PSD matrix by its eigendecomposition."""
+    w, Q = np.linalg.eigh(A)
+    return (Q * np.sqrt(np.clip(w, 0.0, None))[None, :]) @ Q.T
+
+
+def _rel(A: NDArray[np.float64], B: NDArray[np.float64]) -> float:
+    return float(np.linalg.norm(A - B) / max(np.linalg.norm(B), 1e-300))
+
+
+@cached
+def support_lmm_facts(cfg: SupportLmmConfig) -> dict[str, object]:
+    r"""The numbers the claims of [geo, Fig. 1, left] check, for one dataset.
+
+    * :math:`L^{mm}` at its solution (book: ``geo-eq-svm``, ``geo-lem-dual``): constraint
+      ``violation``; the dual certificate :math:`G` (``op_norm`` :math:`\|G\|_{op}`,
+      ``colsum`` :math:`\max_j|\mathbf 1^\top Ge_j|`, ``off_pos`` its largest positive
+      off-support entry), the relative duality ``gap`` and the ``alignment``
+      :math:`\langle G,L^{mm}\rangle/\|L^{mm}\|_*`; ``cvx_obj_rel`` /
+      ``cvx_dir``: relative objective and direction distance to an independent cvxpy (SCS)
+      solve, on the whole support if it has at most ``CVXPY_MAX_ENTRIES`` entries, else on
+      a 24-context subset (``cvx_shape``);
+    * :math:`L^{mm}\in F^\perp`: ``pf_mm`` :math:`\|P_F(L^{mm})\|_F/\|L^{mm}\|_F`,
+      ``colsum_mm`` :math:`\max_j|\mathbf 1^\top L^{mm}e_j|/\|L^{mm}\|_F`;
+    * :math:`L^{in}` (book: ``geo-def-lin``): ``pf_in`` :math:`\|P_F(L^{in})-L^{in}\|_F`,
+      ``off_in`` its largest off-support entry, ``logodds_in`` the largest error of the
+      softmax of :math:`L^{in}` restricted to each support against :math:`\hat p_j`;
+      ``cos_in_mm`` the cosine of :math:`L^{in}` and :math:`L^{mm}`;
+    * ranks (singular values above ``RANK_TOL`` times the largest): ``rank_S``,
+      ``rank_proxy``, ``rank_mm``, and ``n_groups`` distinct supports;
+    * :math:`\tilde S` feasible with margin exactly 1: ``proxy_violation``,
+      ``proxy_margin``; ``nuc_mm``, ``nuc_proxy``;
+    * identical supports (``n_pairs`` pairs): ``same_cols_mm`` / ``same_cols_H`` the largest
+      relative difference of their columns of :math:`L^{mm}` and of :math:`H^{mm}`;
+    * balanced factors :math:`W^{mm}=U\Sigma^{1/2}`, :math:`H^{mm}=\Sigma^{1/2}V^\top`
+      (book: ``geo-lem-nuclear``): ``factor_rel`` :math:`\|W^{mm}H^{mm}-L^{mm}\|/\|L^{mm}\|`,
+      ``factor_nuc`` :math:`\tfrac12(\|W^{mm}\|_F^2+\|H^{mm}\|_F^2)/\|L^{mm}\|_*-1`,
+      ``gram_W`` / ``gram_H`` the relative errors of :math:`W^{mm}W^{mm\top}` and
+      :math:`H^{mm\top}H^{mm}` against :math:`(L^{mm}L^{mm\top})^{1/2}` and
+      :math:`(L^{mm\top}L^{mm})^{1/2}` computed by an eigendecomposition.
+    """
+    ds = load_dataset(cfg)
+    S, P = ds.S, ds.P
+    sol = g.solve_nuclear_svm(S)
+    L_mm, St = sol.L, g.centered_support(S)
+    L_in = g.finite_logits(P)
+    cert = g.check_certificate(sol.G, S, L_mm)
+    logodds = max(
+        float(np.abs(softmax(L_in[S[:, j], j][:, None])[:, 0] - P[S[:, j], j]).max())
+        for j in range(ds.m)
+    )
+    small = ds if ds.V * ds.m <= CVXPY_MAX_ENTRIES else subset_contexts(ds, 24)
+    ref = g.nuclear_svm_cvxpy(small.S, "SCS")
+    ours = sol if small is ds else g.solve_nuclear_svm(small.S)
+    pairs = g.same_support_pairs(S)
+    W_mm, H_mm = g.mm_embeddings(L_mm)
+    nrm = float(np.linalg.norm(L_mm))
+
+    def same_cols(M: NDArray[np.float64]) -> float:
+        if len(pairs) == 0:
+            return 0.0
+        a, b = pairs[:, 0], pairs[:, 1]
+        return float(np.abs(M[:, a] - M[:, b]).max() / np.abs(M).max())
+
+    margins = [St[S[:, j], j].min() - St[~S[:, j], j].max() for j in range(ds.m)]
+    return {
+        "violation": sol.violation,
+        "op_norm": cert["op_norm"],
+        "colsum": cert["colsum"],
+        "off_pos": cert["off_pos"],
+        "gap": cert["gap"],
+        "alignment": cert["alignment"],
+        "cvx_obj_rel": abs(ref.objective / ours.objective - 1.0),
+        "cvx_dir": g.direction_distance(ref.L, ours.L),
+        "cvx_shape": np.array(small.S.shape),
+        "pf_mm": float(np.linalg.norm(g.project_F(L_mm, S)) / nrm),
+        "colsum_mm": float(np.abs(L_mm.sum(axis=0)).max() / nrm),
+        "pf_in": float(np.linalg.norm(g.project_F(L_in, S) - L_in)),
+        "off_in": float(np.abs(L_in[~S]).max()) if (~S).any() else 0.0,
+        "logodds_in": logodds,
+        "cos_in_mm": float((L_in * L_mm).sum() / max(np.linalg.norm(L_in) * nrm, 1e-300)),
+        "rank_S": _rank(S.astype(np.float64)),
+        "rank_proxy": _rank(St),
+        "rank_mm": _rank(L_mm),
+        "n_groups": len(ds.support_groups),
+        "proxy_violation": g.svm_constraint_violation(St, S),
+        "proxy_margin": float(min(margins)),
+        "nuc_mm": sol.objective,
+        "nuc_proxy": g.nuclear_norm(St),
+        "n_pairs": len(pairs),
+        "same_cols_mm": same_cols(L_mm),
+        "same_cols_H": same_cols(H_mm),
+        "factor_rel": _rel(W_mm @ H_mm, L_mm),
+        "factor_nuc": 0.5 * float((W_mm**2).sum() + (H_mm**2).sum()) / sol.objective - 1.0,
+        "gram_W": _rel(W_mm @ W_mm.T, _psd_sqrt(L_mm @ L_mm.T)),
+        "gram_H": _rel(H_mm.T @ H_mm, _psd_sqrt(L_mm.T @ L_mm)),
     }
 
 
@@ -272,4 +380,37 @@ def run_dataset_stats(cfg: DatasetStatsConfig) -> dict[str, object]:
         res[f"S_{name}"] = ds.S.astype(np.float64)
         res[f"name_{name}"] = ds.name
         res[f"description_{name}"] = ds.description
+    return res
+
+
+@cached
+def dataset_facts(cfg: DatasetStatsConfig) -> dict[str, object]:
+    r"""Consistency of the soft labels of both datasets [geo, Sec. 3.1] (book: ``geo-eq-ce``).
+
+    Per dataset ``<name>``: ``colsum_err_<name>`` (largest :math:`|\mathbf 1^\top\hat p_j-1|`),
+    ``pi_err_<name>`` (:math:`|\mathbf 1^\top\hat\pi-1|`), ``entropy_err_<name>`` (the
+    entropy as the average of :math:`-\log\hat p(z_i|x_i)` over the ``n`` training pairs
+    against :math:`-\sum_j\hat\pi_j\sum_z\hat p_{j,z}\log\hat p_{j,z}`),
+    ``same_pairs_<name>`` (pairs of contexts with identical supports), ``k_min_<name>`` and
+    ``k_max_<name>`` (support sizes), ``largest_group_<name>``.
+    """
+    stats = run_dataset_stats(cfg)
+    sets = {
+        "synthetic": synthetic_dataset(cfg.data_seed, max_repeat=cfg.max_repeat),
+        "text": text_dataset(
+            seed=cfg.data_seed, top_k=cfg.top_k, max_subs=cfg.max_subs, max_repeat=cfg.max_repeat
+        ),
+    }
+    res: dict[str, object] = {}
+    for name, ds in sets.items():
+        P, pi = ds.P, ds.pi
+        j, z = ds.samples()
+        per_sample = float(-np.mean(np.log(P[z, j])))
+        res[f"colsum_err_{name}"] = float(np.abs(P.sum(axis=0) - 1.0).max())
+        res[f"pi_err_{name}"] = abs(float(pi.sum()) - 1.0)
+        res[f"entropy_err_{name}"] = abs(per_sample - g.entropy(P, pi))
+        res[f"same_pairs_{name}"] = len(g.same_support_pairs(ds.S))
+        res[f"k_min_{name}"] = int(ds.support_sizes.min())
+        res[f"k_max_{name}"] = int(ds.support_sizes.max())
+        res[f"largest_group_{name}"] = int(np.max(stats[f"group_sizes_{name}"]))
     return res

@@ -1,0 +1,58 @@
+"""The claims ledger of the geometry paper's notebooks fails loudly when the mathematics breaks.
+
+A ``sitecustomize.py`` on the kernel's path scales the solution of the nuclear-norm NTP-SVM
+returned by ``ntpcore.geo.solve_nuclear_svm`` by 1.01 (the function the experiments of
+``geo-support-lmm`` look up on the ``ntpcore.geo`` face).  The scaled matrix is still
+feasible, but it is no longer optimal: its nuclear norm exceeds the dual bound of its
+certificate by 1% [geo, nuclear-norm NTP-SVM, dual].  The quick run of the figure must fail,
+naming the claim ``duality-gap``, and publish nothing; the claims about :math:`L^{in}`,
+which do not involve the solver, still hold.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ntpcore.pipeline import runner
+
+SABOTAGE = """\
+import dataclasses
+
+import ntpcore.geo as _geo
+
+_original = _geo.solve_nuclear_svm
+
+
+def _scaled(*args, **kwargs):
+    res = _original(*args, **kwargs)
+    return dataclasses.replace(res, L=1.01 * res.L, objective=1.01 * res.objective)
+
+
+_geo.solve_nuclear_svm = _scaled
+"""
+
+
+def test_a_suboptimal_svm_solution_fails_the_support_lmm_figure(tmp_path, monkeypatch, capsys):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(SABOTAGE)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"), prepend=":")
+    for var, sub in (
+        ("NTP_CACHE_DIR", "cache"),
+        ("NTP_FIGURE_DIR", "figures"),
+        ("NTP_EXECUTED_DIR", "executed"),
+    ):
+        monkeypatch.setenv(var, str(tmp_path / sub))
+    monkeypatch.setattr(runner, "FAILED_DIR", tmp_path / "failed")
+
+    rc = runner.main(["--only", "geo-support-lmm", "--profile", "quick"])
+
+    printed = capsys.readouterr()
+    assert rc != 0
+    assert "geo-support-lmm:duality-gap" in printed.out + printed.err
+    assert not (tmp_path / "figures" / "geo-support-lmm.png").exists()
+    sidecar = tmp_path / "failed" / "geo-support-lmm" / "geo-support-lmm.json"
+    status = {c["id"]: c["status"] for c in json.loads(sidecar.read_text())["claims"]}
+    assert status["geo-support-lmm:duality-gap"] == "fail"
+    # the claims that do not involve the solver still hold: the sabotage is what failed
+    assert status["geo-support-lmm:lin-log-odds"] == "pass"
+    assert status["geo-support-lmm:proxy-feasible"] == "pass"

@@ -12,7 +12,9 @@ Directives (MyST pages only):
 
 ``{ntp-performance}``
     The tables and plot of the *Performance* page, from ``results/bench/bench.json``
-    (written by ``make bench``); a note when no benchmark has been run.
+    (written by ``make bench``); with ``:part: targets``, the table of the page's targets,
+    each with its measured value and whether it is met, computed from the same file (a
+    target without a measurement says so).  A note when no benchmark has been run.
 
 ``{ntp-reproducibility}``
     The table of the *Reproducing this book* page, built from the registry and the
@@ -29,6 +31,7 @@ from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from ntpcore.bench.att import AUTHORS_SECONDS
 from ntpcore.pipeline import paths
 from ntpcore.pipeline.registry import load_registry
 
@@ -180,9 +183,23 @@ class NTPReproducibility(_MystDirective):
         return self._parse("\n".join(lines))
 
 
+# ----------------------------------------------------------------------------- Performance page
+#
+# Pure functions from the contents of ``results/bench/bench.json`` to MyST text, so that the
+# tables can be checked without Sphinx (tests/test_performance_page.py).
+
+BENCH_JSON = paths.RESULTS_DIR / "bench" / "bench.json"
+SOLVER_PLOT = paths.RESULTS_DIR / "bench" / "solvers.png"
+NOT_MEASURED = "not measured in this build (`make bench`)"
+SPEEDUP_TARGET = 10.0  # "at least 10x faster", every speed-up target of the page
+TOL = 1e-6  # equal accuracy: relative objective gap and worst constraint violation
+#: size labels of the benchmark that name a file the reader does not have, as the page shows them
+_LABELS = {"PERFORMANCE.md anchor": "anchor size (generic-solver time known)"}
+
+
 def _fmt_s(entry: dict | None) -> str:
     if not entry:
-        return "-"
+        return "–"
     med = entry.get("median")
     if med is None:
         return str(entry.get("status", "failed"))
@@ -191,7 +208,7 @@ def _fmt_s(entry: dict | None) -> str:
 
 
 def _fmt_num(x: object, fmt: str = ".1e") -> str:
-    return format(x, fmt) if isinstance(x, int | float) else "-"
+    return format(x, fmt) if isinstance(x, int | float) else "–"  # "-" would start a list
 
 
 def _list_table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -202,131 +219,510 @@ def _list_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [*lines, ":::", ""]
 
 
-BENCH_JSON = paths.RESULTS_DIR / "bench" / "bench.json"
-SOLVER_PLOT = paths.RESULTS_DIR / "bench" / "solvers.png"
+def _dur(seconds: float) -> str:
+    """A duration as the page prints it: ms below 1 s, min from 2 min on."""
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    return f"{seconds / 60:.3g} min"
+
+
+def _ratio(x: float) -> str:
+    return f"{x:.2g}×" if x < 10 else f"{x:.0f}×"
+
+
+def _timeout(entry: dict) -> float | None:
+    """The time limit a solve ran past ("timeout after 600 s"), else None."""
+    status = str(entry.get("status", ""))
+    if entry.get("median") is None and status.startswith("timeout after "):
+        return float(status.removeprefix("timeout after ").split()[0])
+    return None
+
+
+def _solver_row(data: dict, problem: str, dims: dict) -> dict | None:
+    for row in data.get("solvers") or []:
+        if row["problem"] == problem and row["dims"] == dims:
+            return row
+    return None
+
+
+def _dims(row: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in row["dims"].items())
+
+
+def _accuracy(row: dict) -> bool | None:
+    """Equal accuracy of the specialised solution: True, False, or None (not checkable:
+    no reference objective, or a reference that itself violates the constraints)."""
+    sp = row["specialised"]
+    if sp.get("median") is None or (sp.get("violation") or 0.0) > TOL:
+        return False
+    gap = sp.get("rel_gap")
+    if gap is None:
+        return None
+    if gap <= TOL:
+        return True
+    ref = row.get(row.get("reference", "CLARABEL")) or {}
+    return None if (ref.get("violation") or 0.0) > TOL else False
+
+
+def _speedup_at(row: dict) -> tuple[str, bool | None]:
+    """One size against cvxpy: its text, and whether the specialised solver is at least
+    ``SPEEDUP_TARGET`` times faster than every generic backend at equal accuracy (None: not
+    decidable from this run)."""
+    sp = row["specialised"]
+    if sp.get("median") is None:
+        return f"specialised solver: {sp.get('status', 'failed')}", False
+    t = sp["median"]
+    parts, ratios, bounds = [], [], []
+    for key, name in (("CLARABEL", "Clarabel"), ("SCS", "SCS")):
+        entry = row.get(key) or {}
+        limit = _timeout(entry)
+        if entry.get("median") is not None:
+            ratios.append(entry["median"] / t)
+            parts.append(f"{name} {_dur(entry['median'])} ({_ratio(ratios[-1])})")
+        elif limit is not None:
+            bounds.append(limit / t)
+            parts.append(f"{name} past its {_dur(limit)} limit (> {_ratio(bounds[-1])})")
+        elif entry:
+            parts.append(f"{name}: {entry.get('status', 'failed')}")
+    text = f"{_dur(t)} vs " + ("; ".join(parts) if parts else "no generic solve")
+    acc = _accuracy(row)
+    if acc is False:
+        return f"{text}; accuracy **not** equal", False
+    if any(r < SPEEDUP_TARGET for r in ratios):
+        return text, False
+    if not ratios + bounds or any(b < SPEEDUP_TARGET for b in bounds) or acc is None:
+        return text + ("" if acc else "; accuracy not checkable"), None
+    return text, True
+
+
+def _verdict(results: list[tuple[str, bool | None]]) -> str:
+    """'yes' / '**no**' over several sizes, naming the sizes where they differ."""
+    met = [m for _, m in results]
+    if all(m is True for m in met):
+        return "yes"
+    if all(m is False for m in met):
+        return "**no**"
+    if all(m is None for m in met):
+        return "undecided in this run"
+    words = {True: "yes", False: "**no**", None: "undecided"}
+    return "; ".join(f"{words[m]} at {name}" for name, m in results)
+
+
+def _speedup_target(data: dict, problem: str, sizes: list[tuple[dict, str]]) -> tuple[str, str]:
+    cells, results = [], []
+    for dims, name in sizes:
+        row = _solver_row(data, problem, dims)
+        if row is None:
+            cells.append(f"{name}: {NOT_MEASURED}")
+            continue
+        text, met = _speedup_at(row)
+        cells.append(f"{name}: {text}")
+        results.append((name, met))
+    return "<br>".join(cells), _verdict(results) if results else NOT_MEASURED
+
+
+def _within(data: dict, problem: str, dims: dict, limit_s: float) -> tuple[str, str]:
+    """A certified specialised solve at one size within ``limit_s`` seconds."""
+    row = _solver_row(data, problem, dims)
+    if row is None:
+        return NOT_MEASURED, NOT_MEASURED
+    sp = row["specialised"]
+    generic = "; ".join(
+        f"{k.title() if k == 'CLARABEL' else k} {_fmt_s(row.get(k))}"
+        for k in ("CLARABEL", "SCS")
+        if row.get(k) and "not run" not in str(row[k].get("status", ""))
+    )
+    generic = f" (cvxpy: {generic})" if generic else ""
+    if sp.get("median") is not None:
+        ok = sp["median"] <= limit_s and (sp.get("violation") or 0.0) <= TOL
+        return f"{_dur(sp['median'])}{generic}", "yes" if ok else "**no**"
+    limit = _timeout(sp)
+    if limit is not None and limit >= limit_s:
+        return f"past the {_dur(limit)} limit{generic}", "**no**"
+    status = sp.get("status", "failed")
+    if limit is not None or str(status).startswith("skipped"):
+        return f"{status}{generic}", "not measured: the run's time limit was shorter"
+    return f"{status}{generic}", "**no**"
+
+
+def _scale_target(
+    data: dict, problem: str, anchor_vars: int, factor: float, limit_s: float
+) -> tuple[str, str]:
+    """The largest size of ``problem`` with at least ``factor`` times ``anchor_vars``
+    variables solved (certified) in less than ``limit_s`` seconds."""
+    rows = [r for r in data.get("solvers") or [] if r["problem"] == problem]
+    big = [r for r in rows if r["n_vars"] >= factor * anchor_vars]
+    if not big:
+        return NOT_MEASURED, NOT_MEASURED
+    fast = [
+        r
+        for r in big
+        if r["specialised"].get("median") is not None
+        and r["specialised"]["median"] < limit_s
+        and (r["specialised"].get("violation") or 0.0) <= TOL
+    ]
+    row = max(fast or big, key=lambda r: r["n_vars"])
+    text, _ = _within(data, problem, row["dims"], limit_s)
+    times = row["n_vars"] / anchor_vars
+    return f"{_dims(row)} ({row['n_vars']:,} variables, {times:.0f}× the anchor): {text}", (
+        "yes" if fast else "**no**"
+    )
+
+
+def _trainer_rows(data: dict) -> dict[tuple[str, str], dict]:
+    """Trainer rows by (data set, model) for this project's formulation."""
+    out = {}
+    for r in data.get("trainers") or []:
+        if "ratio_to_baseline" in r and ": " in r["name"]:
+            out[(r["group"].split(" set")[0], r["name"].split(":")[0])] = r
+    return out
+
+
+def _trainers_target(data: dict) -> tuple[str, str]:
+    rows = _trainer_rows(data)
+    if not rows:
+        return NOT_MEASURED, NOT_MEASURED
+    cells, verdict = [], []
+    for (ds, model), r in rows.items():
+        ms = 1e3 / r["steps_per_s"]
+        ratio = r["ratio_to_baseline"]
+        device = r.get("device", "cpu").upper()
+        name = {"ufm": "UFM", "lstm": "LSTM"}.get(model, model)
+        cells.append(f"{name}, {ds} set: {ms:.3g} ms/epoch, {_ratio(ratio)} ({device})")
+        if ds == "synthetic" and model in ("ufm", "transformer"):
+            ok = ratio >= SPEEDUP_TARGET
+            verdict.append(f"{name} {'yes' if ok else '**no**'} on {device}")
+    return "<br>".join(cells), ", ".join(verdict) or NOT_MEASURED
+
+
+def _linear_trainers(data: dict) -> tuple[str, str]:
+    rows = [
+        r
+        for r in data.get("trainers") or []
+        if r["group"].startswith("linear") and "ratio_to_baseline" in r
+    ]
+    if not rows:
+        return NOT_MEASURED, "–"
+    text = " / ".join(f"{r['name'].split()[-1]} {r['ratio_to_baseline']:.2g}×" for r in rows)
+    return f"{text} the loop's steps per second", "– (no target)"
+
+
+def _attention_target(data: dict) -> tuple[str, str]:
+    exps = data.get("experiments") or {}
+    cells, results = [], []
+    cyc = exps.get("att_cyclic")
+    if cyc and cyc.get("median") is not None:
+        s = cyc["speedup_vs_authors"]
+        corr = cyc.get("corr_svm_final")
+        stat = f", mean final correlation {corr:.4f}" if corr is not None else ""
+        cells.append(f"cyclic: {_dur(cyc['median'])} ({_ratio(s)}){stat}")
+        results.append(("cyclic", s >= SPEEDUP_TARGET))
+    for losses, r in (exps.get("att_local") or {}).items():
+        s = r["speedup_vs_authors_per_loss"]
+        cells.append(f"local convergence ({losses}): {_dur(r['median'])} ({_ratio(s)} per loss)")
+        results.append((f"local ({losses})", s >= SPEEDUP_TARGET))
+    if not cells:
+        return NOT_MEASURED, NOT_MEASURED
+    return "<br>".join(cells), _verdict(results)
+
+
+def _gpu(data: dict) -> str | None:
+    """The GPU of the benchmark machine: its name, "" for none, None if not recorded."""
+    machine = data.get("machine") or {}
+    if "gpu" not in machine:
+        return None
+    return machine["gpu"] or ""
+
+
+def _gpu_target(data: dict) -> tuple[str, str]:
+    gpu = _gpu(data)
+    if not gpu:
+        reason = "no GPU in this build" if gpu == "" else "this build recorded no GPU"
+        text = f"not measured: {reason}"
+    else:
+        text = (
+            f"not measured: a GPU ({gpu}) was present, but the project has not timed the "
+            "paper profile of the geometry training figures on a GPU"
+        )
+    cpu = [
+        r
+        for r in data.get("pipeline") or []
+        if r["profile"] == "paper" and r["fig_id"] in ("geo-training-curves-text",)
+    ]
+    if cpu:
+        text += (
+            ". Paper-profile wall time of the `geo-training-curves-text` notebook in its "
+            f"sidecar (device not recorded): {_dur(cpu[0]['wall_time_s'])}"
+        )
+    return text, "not measured"
+
+
+def _quick_profile_target(data: dict) -> tuple[str, str]:
+    rows = [r for r in data.get("pipeline") or [] if r["profile"] == "quick"]
+    if not rows:
+        return NOT_MEASURED, NOT_MEASURED
+    total = sum(r["wall_time_s"] for r in rows)
+    text = (
+        f"{len(rows)} notebooks, {_dur(total)} one after another (sum of their wall times; "
+        "the elapsed time of a parallel run is not recorded)"
+    )
+    return text, "yes" if total <= 300 else "**no** one after another"
+
+
+def performance_targets(data: dict) -> list[list[str]]:
+    """The targets table of the Performance page: ``[target, measured, met?]`` per row,
+    every value read from ``data`` (the contents of ``bench.json``)."""
+    lin_anchor = {"V": 50, "d": 240, "m": 200}
+    rows = [
+        [
+            "NTP-SVM $\\ge 10\\times$ cvxpy at the largest paper-like size "
+            "($V=50$, $d=240$, $m=200$)",
+            *_speedup_target(data, "ntp-svm", [(lin_anchor, "V=50, d=240, m=200")]),
+        ],
+        [
+            "nuclear-norm SVM $\\ge 10\\times$ cvxpy at the papers' sizes",
+            *_speedup_target(
+                data,
+                "nuclear-svm",
+                [
+                    ({"V": 30, "m": 16}, "16×30 (synthetic set)"),
+                    ({"V": 60, "m": 150}, "60×150"),
+                    ({"V": 104, "m": 403}, "104×403 (real-text size)"),
+                ],
+            ),
+        ],
+        [
+            "Graph-SVM $\\ge 10\\times$ cvxpy",
+            *_speedup_target(
+                data,
+                "graph-svm",
+                [
+                    ({"n": 6, "T": 4, "K": 6, "d": 8}, "K=6, d=8 (cyclic experiment)"),
+                    ({"n": 4, "T": 6, "K": 8, "d": 8}, "K=8, d=8 (acyclic experiment)"),
+                    ({"n": 40, "T": 6, "K": 16, "d": 16}, "K=d=16, n=40"),
+                    ({"n": 200, "T": 8, "K": 32, "d": 32}, "K=d=32, n=200"),
+                ],
+            ),
+        ],
+        [
+            "NTP-SVM on $\\ge 10\\times$ more variables than the anchor in < 60 s",
+            *_scale_target(data, "ntp-svm", 50 * 240, 10, 60),
+        ],
+        [
+            "nuclear-norm SVM $1000\\times5000$ certified (gap $10^{-6}$) in $\\le$ 60 s",
+            *_within(data, "nuclear-svm-scale", {"V": 1000, "m": 5000}, 60),
+        ],
+        [
+            "nuclear-norm SVM $2000\\times10000$ certified (gap $10^{-6}$) in $\\le$ 10 min",
+            *_within(data, "nuclear-svm-scale", {"V": 2000, "m": 10000}, 600),
+        ],
+        [
+            "Graph-SVM at growing sizes: $K=d=64$, $n=1000$ in < 60 s",
+            *_within(data, "graph-svm", {"n": 1000, "T": 8, "K": 64, "d": 64}, 60),
+        ],
+        [
+            "trainers (see {doc}`geo/training`) $\\ge 10\\times$ per epoch against the "
+            "per-sample formulation (UFM and transformer, synthetic set)",
+            *_trainers_target(data),
+        ],
+        [
+            "GD / NGD / Adam on the linear model vs a plain numpy GD loop",
+            *_linear_trainers(data),
+        ],
+        [
+            "attention experiments ({doc}`att/experiments`) $\\ge 10\\times$ the authors' "
+            f"times (cyclic {AUTHORS_SECONDS['cyclic']:.0f} s, local convergence "
+            f"{AUTHORS_SECONDS['local']:.0f} s per loss, on their machine)",
+            *_attention_target(data),
+        ],
+        [
+            "real-text transformer: paper profile $\\le$ 15 min on one GPU",
+            *_gpu_target(data),
+        ],
+        ["quick profile of the whole book $\\le$ 5 min on 2 cores", *_quick_profile_target(data)],
+    ]
+    return rows
+
+
+def _machine_line(data: dict) -> str:
+    machine = data.get("machine") or {}
+    git = data.get("git") or {}
+    gpu = _gpu(data)
+    gpu_text = {None: "GPU not recorded", "": "no GPU"}.get(gpu, f"GPU {gpu} (not used)")
+    limit = data.get("solver_time_limit_s")
+    limit_text = f", each solve limited to {_dur(limit)}" if limit else ""
+    wall = data.get("bench_wall_time_s")
+    wall_text = f"; the run took {_dur(wall)}" if wall else ""
+    return (
+        f"Measured on `{machine.get('platform', '?')}` with {machine.get('cpus', '?')} "
+        f"CPU(s), {gpu_text}, commit `{(git.get('commit') or '-')[:10]}`"
+        f"{' (dirty)' if git.get('dirty') else ''}, started {data.get('started', '?')}"
+        f"{', **quick mode**' if data.get('quick') else ''}{limit_text}{wall_text}."
+    )
+
+
+def _accuracy_line(data: dict) -> str:
+    rows = [r for r in data.get("solvers") or [] if r["specialised"].get("median") is not None]
+    gaps = [
+        r["specialised"]["rel_gap"] for r in rows if r["specialised"].get("rel_gap") is not None
+    ]
+    if not gaps:
+        return ""
+    worst = {
+        key: max(
+            (r[key]["violation"] for r in rows if (r.get(key) or {}).get("violation") is not None),
+            default=None,
+        )
+        for key in ("specialised", "CLARABEL", "SCS")
+    }
+    held = max(gaps) <= TOL and (worst["specialised"] or 0.0) <= TOL
+    return (
+        f"*Equal accuracy* {'held' if held else '**did not hold**'} everywhere a generic "
+        f"solver finished: the specialised objectives are within "
+        f"{_fmt_num(max(gaps))} (relative) of the reference, their worst constraint violation "
+        f"is {_fmt_num(worst['specialised'])} (Clarabel {_fmt_num(worst['CLARABEL'])}, "
+        f"SCS {_fmt_num(worst['SCS'])})."
+    )
+
+
+def targets_text(data: dict) -> str:
+    """MyST text of the targets part: the run, equal accuracy, the targets table."""
+    out = [_machine_line(data), "", _accuracy_line(data), ""]
+    out += _list_table(["target", "measured", "met?"], performance_targets(data))
+    return "\n".join(out)
+
+
+def tables_text(data: dict) -> str:
+    """MyST text of the tables part: every measurement of ``bench.json``."""
+    out = [
+        _machine_line(data) + " Times are medians over repeated runs, [min, max] in brackets.",
+        "",
+    ]
+    solvers = data.get("solvers") or []
+    if solvers:
+        out += ["### Max-margin solvers against cvxpy", ""]
+        if SOLVER_PLOT.exists():
+            out += [
+                "```{image} /results/bench/solvers.png\n:alt: solver times\n:width: 100%\n```",
+                "",
+            ]
+        for problem in dict.fromkeys(r["problem"] for r in solvers):
+            rows = [r for r in solvers if r["problem"] == problem]
+            out += [f"**{rows[0]['title']}**", ""]
+            table = []
+            for r in rows:
+                sp = r["specialised"]
+                label = _LABELS.get(r["label"], r["label"])
+                table.append(
+                    [
+                        f"{_dims(r)}<br>{label}" if label else _dims(r),
+                        f"{r['n_vars']:,}",
+                        _fmt_s(sp),
+                        _fmt_s(r.get("CLARABEL")),
+                        _fmt_s(r.get("SCS")),
+                        " / ".join(
+                            f"{r[k]['speedup']:.1f}x" if (r.get(k) or {}).get("speedup") else "–"
+                            for k in ("CLARABEL", "SCS")
+                        ),
+                        _fmt_num(sp.get("rel_gap")),
+                        f"{_fmt_num(sp.get('violation'))} / "
+                        + " / ".join(
+                            _fmt_num((r.get(k) or {}).get("violation")) for k in ("CLARABEL", "SCS")
+                        ),
+                    ]
+                )
+            out += _list_table(
+                [
+                    "instance",
+                    "variables",
+                    "specialised",
+                    "cvxpy + Clarabel",
+                    "cvxpy + SCS",
+                    "speed-up (Clarabel / SCS)",
+                    "objective gap (vs reference)",
+                    "worst violation (ours / Cl. / SCS)",
+                ],
+                table,
+            )
+    trainers = data.get("trainers") or []
+    if trainers:
+        out += ["### Trainers", ""]
+        out += _list_table(
+            ["setting", "implementation", "device", "steps / s", "ratio to baseline"],
+            [
+                [
+                    r["group"],
+                    r["name"] + (" (baseline)" if r.get("baseline") else ""),
+                    r.get("device", "cpu").upper(),
+                    f"{r['steps_per_s']:.4g}",
+                    f"{r['ratio_to_baseline']:.1f}x" if "ratio_to_baseline" in r else "–",
+                ]
+                for r in trainers
+            ],
+        )
+    exps = data.get("experiments") or {}
+    if exps:
+        out += ["### Attention experiments (the authors' protocols)", ""]
+        rows = []
+        for name, r in exps.items():
+            items = r.items() if "median" not in r else [("", r)]
+            for sub, rr in items:
+                speed = rr.get("speedup_vs_authors") or rr.get("speedup_vs_authors_per_loss")
+                rows.append(
+                    [f"{name} {sub}".strip(), _fmt_s(rr), f"{speed:.1f}x" if speed else "–"]
+                )
+        out += _list_table(["experiment", "time", "speed-up vs the authors' time"], rows)
+    pipeline = data.get("pipeline") or []
+    if pipeline:
+        out += ["### Figures: wall time per notebook", ""]
+        for profile in ("quick", "paper"):
+            rows = sorted(
+                (r for r in pipeline if r["profile"] == profile),
+                key=lambda r: -r["wall_time_s"],
+            )
+            if not rows:
+                continue
+            total = sum(r["wall_time_s"] for r in rows)
+            out += [
+                f"**{profile} profile**: {len(rows)} figures, {total:.0f} s in total "
+                "(notebook wall time, including kernel start-up), slowest first.",
+                "",
+            ]
+            out += _list_table(
+                ["figure", "wall time", "of which compute"],
+                [
+                    [
+                        f"`{r['fig_id']}`",
+                        f"{r['wall_time_s']:.1f} s",
+                        _fmt_num(r.get("compute_s"), ".1f") + " s",
+                    ]
+                    for r in rows
+                ],
+            )
+    return "\n".join(out)
 
 
 class NTPPerformance(_MystDirective):
+    """``{ntp-performance}``: the measured tables; with ``:part: targets`` the targets table."""
+
     has_content = False
+    option_spec = {"part": lambda s: s.strip()}
 
     def run(self) -> list[nodes.Node]:
+        part = self.options.get("part", "tables")
+        if part not in ("tables", "targets"):
+            logger.warning("ntp-performance: unknown part %r", part, location=self.get_location())
+            return []
         if not BENCH_JSON.exists():
             return self._parse(
-                ":::{note}\nNo benchmark results in this build. Run `make bench`, then "
-                "`make html`, to fill this page.\n:::\n"
+                ":::{note}\nNo benchmark results in this build, so no target is measured "
+                "here. Run `make bench`, then `make html`, to fill this page.\n:::\n"
             )
         self.env.note_dependency(str(BENCH_JSON))
         data = json.loads(BENCH_JSON.read_text())
-        git = data.get("git") or {}
-        out = [
-            f"Measured on `{data['machine']['platform']}` with {data['machine']['cpus']} "
-            f"CPU(s), commit `{(git.get('commit') or '-')[:10]}`"
-            f"{' (dirty)' if git.get('dirty') else ''}, started {data.get('started', '?')}"
-            f"{', **quick mode**' if data.get('quick') else ''}. "
-            "Times are medians over repeated runs, [min, max] in brackets.",
-            "",
-        ]
-        solvers = data.get("solvers") or []
-        if solvers:
-            out += ["### Max-margin solvers against cvxpy", ""]
-            if SOLVER_PLOT.exists():
-                out += [
-                    "```{image} /results/bench/solvers.png\n:alt: solver times\n:width: 100%\n```",
-                    "",
-                ]
-            for problem in dict.fromkeys(r["problem"] for r in solvers):
-                rows = [r for r in solvers if r["problem"] == problem]
-                out += [f"**{rows[0]['title']}**", ""]
-                table = []
-                for r in rows:
-                    sp = r["specialised"]
-                    dims = ", ".join(f"{k}={v}" for k, v in r["dims"].items())
-                    table.append(
-                        [
-                            f"{dims}<br>{r['label']}" if r["label"] else dims,
-                            f"{r['n_vars']:,}",
-                            _fmt_s(sp),
-                            _fmt_s(r.get("CLARABEL")),
-                            _fmt_s(r.get("SCS")),
-                            " / ".join(
-                                f"{r[k]['speedup']:.1f}x" if r.get(k, {}).get("speedup") else "-"
-                                for k in ("CLARABEL", "SCS")
-                            ),
-                            _fmt_num(sp.get("rel_gap")),
-                            f"{_fmt_num(sp.get('violation'))} / "
-                            + " / ".join(
-                                _fmt_num(r.get(k, {}).get("violation")) for k in ("CLARABEL", "SCS")
-                            ),
-                        ]
-                    )
-                out += _list_table(
-                    [
-                        "instance",
-                        "variables",
-                        "specialised",
-                        "cvxpy + Clarabel",
-                        "cvxpy + SCS",
-                        "speed-up (Clarabel / SCS)",
-                        "objective gap (vs reference)",
-                        "worst violation (ours / Cl. / SCS)",
-                    ],
-                    table,
-                )
-        trainers = data.get("trainers") or []
-        if trainers:
-            out += ["### Trainers", ""]
-            out += _list_table(
-                ["setting", "implementation", "steps / s", "ratio to baseline"],
-                [
-                    [
-                        r["group"],
-                        r["name"] + (" (baseline)" if r.get("baseline") else ""),
-                        f"{r['steps_per_s']:.4g}",
-                        f"{r['ratio_to_baseline']:.1f}x" if "ratio_to_baseline" in r else "-",
-                    ]
-                    for r in trainers
-                ],
-            )
-        exps = data.get("experiments") or {}
-        if exps:
-            out += ["### Attention experiments (PERFORMANCE.md protocols)", ""]
-            rows = []
-            for name, r in exps.items():
-                items = r.items() if "median" not in r else [("", r)]
-                for sub, rr in items:
-                    speed = rr.get("speedup_vs_authors") or rr.get("speedup_vs_authors_per_loss")
-                    rows.append(
-                        [f"{name} {sub}".strip(), _fmt_s(rr), f"{speed:.1f}x" if speed else "-"]
-                    )
-            out += _list_table(["experiment", "time", "speed-up vs the authors' time"], rows)
-        pipeline = data.get("pipeline") or []
-        if pipeline:
-            out += ["### Figures: wall time per notebook", ""]
-            for profile in ("quick", "paper"):
-                rows = sorted(
-                    (r for r in pipeline if r["profile"] == profile),
-                    key=lambda r: -r["wall_time_s"],
-                )
-                if not rows:
-                    continue
-                total = sum(r["wall_time_s"] for r in rows)
-                out += [
-                    f"**{profile} profile**: {len(rows)} figures, {total:.0f} s in total "
-                    "(notebook wall time, including kernel start-up).",
-                    "",
-                ]
-                out += _list_table(
-                    ["figure", "wall time", "of which compute"],
-                    [
-                        [
-                            f"`{r['fig_id']}`",
-                            f"{r['wall_time_s']:.1f} s",
-                            _fmt_num(r.get("compute_s"), ".1f") + " s",
-                        ]
-                        for r in rows
-                    ],
-                )
-        return self._parse("\n".join(out))
+        return self._parse(targets_text(data) if part == "targets" else tables_text(data))
 
 
 def setup(app):

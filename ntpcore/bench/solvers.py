@@ -514,6 +514,13 @@ def plot_solvers(rows: list[dict], path: Path) -> None:
 # ----------------------------------------------------------------------------- main
 
 
+def _gpu_name() -> str | None:
+    """The GPU torch sees, or None: the Performance page says whether the run had one."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child"]:
@@ -550,13 +557,14 @@ def main(argv: list[str] | None = None) -> int:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
             "processor": platform.processor(),
+            "gpu": _gpu_name(),
         },
         "versions": versions(),
         "git": git_state(),
         "quick": args.quick,
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    for section in ("solvers", "trainers", "experiments", "pipeline"):
+    for section in ("solvers", "trainers", "experiments", "pipeline", "solver_time_limit_s"):
         if section in previous:
             result[section] = previous[section]  # keep sections not re-run
     t0 = time.perf_counter()
@@ -567,6 +575,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if "solvers" in args.only:
         rows = bench_solvers(args.problems, args.max_seconds, args.quick)
+        result["solver_time_limit_s"] = args.max_seconds
         # keep earlier rows of problems not re-run this time
         kept = [r for r in previous.get("solvers", []) if r["problem"] not in args.problems]
         result["solvers"] = kept + rows

@@ -39,7 +39,10 @@ from ntpcore.geo.experiments.data import DataConfig, data_fingerprint, load_data
 from ntpcore.pipeline import paths
 from ntpcore.pipeline.cache import cache_key, cached
 
-DATASET_LABELS = {"synthetic": "Synthetic", "text": "Real text"}
+DATASET_LABELS = {
+    "synthetic": "synthetic set",
+    "text": "real text (Lee corpus, in place of TinyStories)",
+}
 MODEL_LABELS = {"ufm": "UFM", "transformer": "Transformer", "lstm": "LSTM"}
 
 

@@ -317,6 +317,13 @@ def _kkt_state(W: Array, H: Array, C: Array, S: NDArray[np.bool_], z, cols) -> d
     }
 
 
+def _rel_gap(state: dict) -> float:
+    """Certified relative duality gap (P - D) / P; inf while no margin is positive."""
+    if not np.isfinite(state["primal"]):
+        return np.inf
+    return state["gap"] / max(state["primal"], 1e-300)
+
+
 def svm_dual_cd(
     H: ArrayLike,
     S: ArrayLike,
@@ -443,7 +450,7 @@ def svm_dual_cd(
         n_checks += 1
         state = _kkt_state(W, H, C, S, z, cols)
         nW = np.sqrt(state["norm2"])
-        rel_gap = state["gap"] / max(state["primal"], 1e-300)
+        rel_gap = _rel_gap(state)
         viol_new = off & ~work & (state["marg"] < 1.0 - 0.1 * tol)
         if (
             state["spread"] <= tol * max(1.0, nW)
@@ -466,14 +473,20 @@ def svm_dual_cd(
             polish_cost = max(polish_end - tp, 0.25 * (polish_end - t0) / n_checks)
             if pol is not None:
                 W, C, state = pol
-                rel_gap = state["gap"] / max(state["primal"], 1e-300)
+                rel_gap = _rel_gap(state)
                 polished = True
                 break
         if epochs >= max_epochs:
+            gap_txt = (
+                f"relative gap {rel_gap:.3g}"
+                if np.isfinite(rel_gap)
+                else "no certified gap: the iterate has no positive margin yet"
+            )
             raise SolverError(
-                f"NTP-SVM dual CD: no convergence in {max_epochs} epochs (relative gap "
-                f"{rel_gap:.3g}, spread {state['spread']:.3g}, min margin "
-                f"{state['min_margin']:.6g})"
+                f"NTP-SVM dual CD: no convergence in {max_epochs} epochs ({gap_txt}, spread "
+                f"{state['spread']:.3g}, min margin {state['min_margin']:.6g}, dual objective "
+                f"{state['dual']:.6g} <= ||W^mm||^2/2); near the separability threshold the "
+                "dual is ill-conditioned: use solver='auto' (falls back to cvxpy) or 'cvxpy'"
             )
         if (
             certify_infeasible

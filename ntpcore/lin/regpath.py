@@ -17,7 +17,8 @@ in :math:`\log\mu` using :math:`\tfrac{d}{d\mu}W(\mu) = -(\nabla^2\mathrm{CE}+\m
 This stays accurate far beyond the point where CE - H drops below an interior-point
 solver's tolerance (on the A.2 data CE - H ~ 1e-9 at B = 80, where such a solver stops
 short of the sphere).  ``"cvxpy"`` solves the exponential-cone program of eq. (8)
-verbatim with Clarabel (reference; unreliable once CE - H < ~1e-8).
+verbatim with Clarabel (reference; unreliable once CE - H < ~1e-8, where it raises
+SolverError rather than return an inaccurate point).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ntpcore.core.logits import softmax
 from ntpcore.errors import DataError, SolverError
 from ntpcore.lin.data import check_data
 from ntpcore.lin.loss import loss_and_grad
+from ntpcore.lin.svm_reference import RETRIES_CONE, solve_strict
 
 Array = NDArray[np.float64]
 
@@ -211,7 +213,13 @@ def regularization_path_cvxpy(
     solver: str = "CLARABEL",
     **solve_kw,
 ) -> dict[str, Array]:
-    """Reference: eq. (8) as an exponential-cone program solved by cvxpy."""
+    """Reference: eq. (8) as an exponential-cone program solved by cvxpy.
+
+    Each radius must end with status ``optimal``; ``optimal_inaccurate`` (common once
+    CE - H < ~1e-8) is retried with more iterations and with SCS at tight tolerances
+    (:func:`ntpcore.lin.svm_reference.solve_strict`), then raises SolverError naming the
+    statuses.  Returns ``{"B", "W", "norm", "status", "backend"}``.
+    """
     import cvxpy as cp
 
     H, P, pi = check_data(H, P, pi)
@@ -221,20 +229,21 @@ def regularization_path_cvxpy(
     L = W @ H
     obj = pi @ cp.log_sum_exp(L, axis=0) - cp.sum(cp.multiply(P * pi[None, :], L))
     prob = cp.Problem(cp.Minimize(obj), [cp.norm(W, "fro") <= Bp])
-    Ws, status = [], []
+    Ws, status, backend = [], [], []
     for B in B_list:
         Bp.value = float(B)
-        prob.solve(solver=solver, **solve_kw)
-        if W.value is None:
-            raise SolverError(
-                f"cvxpy/{solver} failed on the regularization path (B={B}): {prob.status}"
-            )
+        what = f"the regularization path (eq. 8) at B={B}"
+        name, _ = solve_strict(prob, solver, solve_kw, RETRIES_CONE, what)
+        if prob.status != cp.OPTIMAL or W.value is None:
+            raise SolverError(f"cvxpy/{name} failed on {what}: status {prob.status!r}")
         Ws.append(np.asarray(W.value))
         status.append(prob.status)
+        backend.append(name)
     Wst = np.stack(Ws)
     return {
         "B": np.asarray(B_list, dtype=float),
         "W": Wst,
         "norm": np.linalg.norm(Wst, axis=(1, 2)),
         "status": np.asarray(status),
+        "backend": np.asarray(backend),
     }

@@ -27,7 +27,7 @@ Every solver's answer passes the same post-check (:func:`svm_result`): min margi
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -49,7 +49,7 @@ class SVMResult:
     """Solution of the NTP-SVM and a record of how it was obtained."""
 
     W_mm: Array  # (V, d)
-    solver: str  # "dual" | "dual-cd" | "cvxpy"
+    solver: str  # "dual" | "dual-cd" | "cvxpy": the method that answered
     status: str
     norm: float  # ||W_mm||_F (the normalised max-margin is 1/norm)
     min_margin: float  # min over j, v not in S_j of (e_{z_j} - e_v)^T W h_j
@@ -141,6 +141,13 @@ def _full_column_rank(H: Array) -> bool:
     return bool(s[-1] > 1e-10 * s[0])
 
 
+#: Under ``solver="auto"``, the certified methods tried, in order, after each first choice
+#: raises SolverError (InfeasibleError is a certified answer and is never retried).
+FALLBACKS = {"dual": ("dual-cd", "cvxpy"), "dual-cd": ("cvxpy",), "cvxpy": ("dual-cd",)}
+#: cvxpy is a fallback only up to this many entries V m (beyond, it is too slow to help).
+CVXPY_FALLBACK_MAX = 50_000
+
+
 def ntp_svm_solve(H: ArrayLike, S: ArrayLike, *, solver: str = "auto") -> SVMResult:
     """NTP-SVM for embeddings H (d, m) and a boolean support matrix S (V, m).
 
@@ -150,26 +157,44 @@ def ntp_svm_solve(H: ArrayLike, S: ArrayLike, *, solver: str = "auto") -> SVMRes
     fastest), ``"cvxpy"`` for tiny rank-deficient ones (V m <= 2000: Clarabel takes < 1 s
     there and does not suffer from near-degenerate instances), ``"dual-cd"`` otherwise
     (measured 10-40x faster than ``"dual"`` at V = 50-100, d = 240-480, m = 200-400).
+
+    Under ``"auto"`` a method that cannot certify its answer (SolverError) hands over to
+    the next of :data:`FALLBACKS` (cvxpy only for V m <= :data:`CVXPY_FALLBACK_MAX`);
+    ``SVMResult.solver`` names the method that answered and ``extra["fallback_from"]``
+    the methods that failed, with their messages.  Every answer passes the post-check of
+    :func:`svm_result`; an explicitly named solver never falls back.
     """
     # The solver modules build on this one (SVMResult, svm_result), hence imported here.
     from ntpcore.lin.dual import svm_dual, svm_dual_cd
     from ntpcore.lin.svm_reference import svm_cvxpy
 
     H, S = check_svm_data(H, S)
-    if solver == "auto":
-        if S.size <= 1000 and _full_column_rank(H):
-            solver = "dual"  # projected Newton: fastest on small full-rank programs
-        elif S.size <= 2000 and not _full_column_rank(H):
-            solver = "cvxpy"  # interior point: robust and quick on tiny programs
-        else:
-            solver = "dual-cd"
-    if solver == "dual":
-        return svm_dual(H, S)
-    if solver == "dual-cd":
-        return svm_dual_cd(H, S)
-    if solver == "cvxpy":
-        return svm_cvxpy(H, S)
-    raise DataError(f"solver must be 'auto', 'dual', 'dual-cd' or 'cvxpy', got {solver!r}")
+    methods = {"dual": svm_dual, "dual-cd": svm_dual_cd, "cvxpy": svm_cvxpy}
+    if solver != "auto":
+        if solver not in methods:
+            raise DataError(f"solver must be 'auto', 'dual', 'dual-cd' or 'cvxpy', got {solver!r}")
+        return methods[solver](H, S)
+    if S.size <= 1000 and _full_column_rank(H):
+        first = "dual"  # projected Newton: fastest on small full-rank programs
+    elif S.size <= 2000 and not _full_column_rank(H):
+        first = "cvxpy"  # interior point: robust and quick on tiny programs
+    else:
+        first = "dual-cd"
+    chain = [first] + [s for s in FALLBACKS[first] if s != "cvxpy" or S.size <= CVXPY_FALLBACK_MAX]
+    failed: dict[str, str] = {}
+    for name in chain:
+        try:
+            res = methods[name](H, S)
+        except SolverError as exc:
+            failed[name] = str(exc)
+            continue
+        if failed:
+            res = replace(res, extra={**res.extra, "fallback_from": failed})
+        return res
+    raise SolverError(
+        "NTP-SVM: no method could certify an answer: "
+        + "; ".join(f"{k}: {v}" for k, v in failed.items())
+    )
 
 
 def ntp_svm(H: ArrayLike, P: ArrayLike, *, solver: str = "auto") -> Array:

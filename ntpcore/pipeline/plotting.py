@@ -37,14 +37,39 @@ def new_figure(
     return fig, axes
 
 
-def stamp_quick(fig: Figure) -> None:
-    """Write a visible 'QUICK PROFILE' stamp on a figure made with the CI profile."""
+def stamp_quick(fig: Figure, strip: float = 0.22) -> None:
+    """Write a visible 'QUICK PROFILE' stamp on a figure made with the CI profile.
+
+    The stamp goes into a strip of ``strip`` inches added above the figure, so it never
+    covers a title, a label or data: the figure grows by the strip and its content keeps its
+    size (a constrained layout is confined below the strip; axes placed by hand are moved
+    down and keep their height in inches; a suptitle gets an empty first line for the stamp).
+    """
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    w, h = fig.get_size_inches()
+    frac = h / (h + strip)
+    engine = fig.get_layout_engine()
+    fig.set_size_inches(w, h + strip)
+    if isinstance(engine, ConstrainedLayoutEngine):
+        if fig.get_suptitle():  # the layout puts it at the very top whatever the rect
+            fig.suptitle("\n" + fig.get_suptitle())  # its empty first line holds the stamp
+        else:
+            x0, y0, rw, rh = engine.get().get("rect", (0, 0, 1, 1))
+            engine.set(rect=(x0, y0 * frac, rw, rh * frac))
+    else:
+        for ax in fig.axes:
+            p = ax.get_position()
+            ax.set_position([p.x0, p.y0 * frac, p.width, p.height * frac])
+        for t in fig.texts:
+            x, y = t.get_position()
+            t.set_position((x, y * frac))
     fig.text(
         0.995,
-        1.0,
+        1.0 - 0.5 * strip / (h + strip),
         "QUICK PROFILE - reduced settings, not the paper figure",
         ha="right",
-        va="bottom",
+        va="center",
         fontsize=7,
         color="#B00000",
         alpha=0.85,

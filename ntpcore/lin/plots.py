@@ -29,6 +29,35 @@ def support_label(S_col: np.ndarray) -> str:
     return "".join(str(v + 1) for v in np.flatnonzero(S_col))
 
 
+def _place_labels(anchors: np.ndarray, obstacles: np.ndarray, span: float) -> np.ndarray:
+    """Greedy label positions: each label near its anchor, clear of points and earlier labels.
+
+    A label goes at distance ``0.1 * span`` from its anchor, radially outward (away from the
+    origin) when that spot is free, else in the free direction nearest to it (36 candidates),
+    else at 1.7 times that distance, else at the least crowded candidate;
+    "free" means at least ``0.09 * span`` from every obstacle point and placed label in a
+    metric that shrinks horizontal distances to 35% (labels are wider than tall).
+    """
+    r, clear = 0.1 * span, 0.09 * span
+    scale = np.array([0.35, 1.0])
+    turns = np.radians([0] + [sign * t for t in range(10, 190, 10) for sign in (1, -1)])
+    placed: list[np.ndarray] = []
+    for a in anchors:
+        base = np.arctan2(a[1], a[0]) if np.linalg.norm(a) > 1e-9 else np.pi / 2
+        others = np.vstack([obstacles, *placed])
+        best, best_gap = a, -np.inf
+        for rad, ang in [(rad, ang) for rad in (r, 1.7 * r) for ang in base + turns]:
+            q = a + rad * np.array([np.cos(ang), np.sin(ang)])
+            gap = float(np.min(np.linalg.norm((others - q) * scale, axis=1)))
+            if gap >= clear:
+                best = q
+                break
+            if gap > best_gap:
+                best, best_gap = q, gap
+        placed.append(best)
+    return np.array(placed)
+
+
 def draw_geometry(
     ax: Axes,
     H: np.ndarray,
@@ -39,16 +68,16 @@ def draw_geometry(
     names: Sequence[str] = CONTEXT_NAMES,
     title: str | None = None,
 ) -> None:
-    """Context embeddings (black dots, support labels) and the rows of W (stars, normals).
+    """Context embeddings (black dots, 'A: 234' = name and support) and the rows of W (stars).
 
-    Rows that coincide (to 1e-6) share one label, e.g. ``w1 = w5``.
+    Rows that coincide (to 1e-6) share one label, e.g. ``w1 = w5``.  Labels are placed next
+    to their points, clear of the other points and labels; the axes are equal-scaled and fit
+    the points and labels (not a square around them), as in [lin, Figs. 1-2].
     """
     V = W.shape[0]
     pts = np.vstack([W, H.T, np.zeros((1, 2))])
     span = float(np.ptp(pts, axis=0).max())
-    pad = 0.18 * span
-    xlim = (pts[:, 0].min() - pad, pts[:, 0].max() + pad)
-    ylim = (pts[:, 1].min() - pad, pts[:, 1].max() + pad)
+    labels: list[tuple[np.ndarray, str, str, dict]] = []
     labelled: list[int] = []
     for v in range(V):
         c = WORD_COLORS[v % len(WORD_COLORS)]
@@ -70,29 +99,34 @@ def draw_geometry(
         same = [u for u in range(V) if np.allclose(W[u], w, atol=1e-6)]
         labelled.append(v)
         text = " = ".join(rf"$w_{u + 1}$" for u in same)
-        ax.annotate(
-            text, w, xytext=(0, 7), textcoords="offset points", color=c, fontsize=8, ha="center"
-        )
+        labels.append((w, text, c, {"fontsize": 8}))
     for j in range(H.shape[1]):
         h = H[:, j]
         ax.plot(*h, "o", color="black", ms=6, zorder=4)
+        text = f"{names[j]}: {support_label(S[:, j])}"
+        labels.append((h, text, "black", {"fontsize": 8, "fontweight": "bold"}))
+    along = np.linspace(0.15, 1.0, 7)[:, None, None] * W[None]  # points on the row segments
+    at = _place_labels(np.array([a for a, *_ in labels]), np.vstack([pts, *along]), span)
+    for (a, text, c, kw), q in zip(labels, at, strict=True):
         ax.annotate(
-            names[j], h, xytext=(5, 3), textcoords="offset points", fontsize=9, fontweight="bold"
-        )
-        ax.annotate(
-            support_label(S[:, j]),
-            h,
-            xytext=(0, -11),
-            textcoords="offset points",
-            fontsize=8,
-            color="#444444",
+            text,
+            a,
+            xytext=q,
+            textcoords="data",
+            color=c,
             ha="center",
+            va="center",
+            arrowprops={"arrowstyle": "-", "color": c, "lw": 0.5, "alpha": 0.6, "shrinkB": 4},
+            zorder=5,
+            **kw,
         )
+    box = np.vstack([pts, at])
+    pad = 0.12 * span
     ax.axhline(0, color="grey", lw=0.4)
     ax.axvline(0, color="grey", lw=0.4)
-    ax.set_xlim(*xlim)
-    ax.set_ylim(*ylim)
-    ax.set_aspect("equal")
+    ax.set_xlim(box[:, 0].min() - pad, box[:, 0].max() + pad)
+    ax.set_ylim(box[:, 1].min() - pad, box[:, 1].max() + pad)
+    ax.set_aspect("equal", adjustable="box")
     if title:
         ax.set_title(title)
 
@@ -167,11 +201,13 @@ def draw_training(
     b.set(xscale="log", xlabel="iteration k", ylabel=r"$\|W_k\|_F$")
     c.plot(k, res["cos"], color=color, label=r"$\cos(W_k, W^{\rm mm})$")
     c.plot(k, res["cos_corr"], color=color, ls="--", label=r"$\cos(W_k - W^\star, W^{\rm mm})$")
+    low = min(-0.05, float(np.min(res["cos"])), float(np.min(res["cos_corr"])))
     c.set(
         xscale="log",
         xlabel="iteration k",
         ylabel="correlation with $W^{\\rm mm}$",
-        ylim=(min(-0.05, float(np.min(res["cos"]))), 1.02),
+        ylim=(low - (0.65 if legend else 0.0), 1.05),  # room for the legend below the data
+        yticks=[0.0, 0.5, 1.0],
     )
     d.plot(k, res["rel_dist_F"], color=color, label=label)
     d.set(

@@ -111,3 +111,18 @@ def test_log_slope_and_decade_change_on_exact_curves():
     y = 3.0 * np.log(np.maximum(k, 1)) + 2.0
     assert E.log_slope(k, y, 10, 1000) == pytest.approx(3.0)
     assert E.decade_change(k, k.astype(float) + 1) == pytest.approx(1001 / 101)
+
+
+def test_median_seed_is_the_median_by_rank():
+    assert E.median_seed([3, 4, 5], [0.2, 0.9, 0.5]) == 5
+    assert E.median_seed([0, 1, 2, 3], [4.0, 1.0, 3.0, 2.0]) == 3  # lower middle of an even count
+
+
+def test_toy_seeds_spread_wmm_sees_only_the_supports():
+    cfg = E.LinToyGDConfig(n_steps=50, n_records=5)
+    res = E.run_toy_seeds(cfg, [0, 1, 2], progress=False)
+    assert np.ptp(res["norm_mm"]) <= 1e-6 * res["norm_mm"][0]  # Def. 3: supports only
+    assert np.ptp(res["norm_star"]) > 0  # W* depends on the probabilities of each draw
+    assert res["median_seed"] in (0, 1, 2) and res["loss_monotone"].all()
+    one = E.run_toy_gd(E.LinToyGDConfig(seed=1, n_steps=50, n_records=5))
+    assert res["cos_end"][1] == one["cos"][-1]  # the same cached run as a single draw

@@ -1,13 +1,14 @@
-"""Numbers and claims in the book, read from the runs that produced them.
+r"""Numbers and claims in the book, read from the runs that produced them.
 
 Role ``{ntpval}`<fig-id>:<key>[|<format>]```
     Pastes a measured number from the provenance sidecar of a figure
     (``book/figures/<fig-id>.json``): ``<key>`` is a key of the sidecar's ``metrics``
     (e.g. ``{ntpval}`lin-ngd-adam:adam_ce_gap|.1e```), or ``claim:<slug>`` for the measured
     value of one of the figure's claims.  ``<format>`` is a Python format spec (default
-    ``.3g``).  A number from a quick-profile run is marked *(quick)*; every number carries
-    a tooltip naming the figure and the profile.  A missing figure, metric or claim is a
-    build warning, i.e. an error under ``-W``: the book never shows a number that no run made.
+    ``.3g``); inside a Markdown table write the bar as ``\|``.  A number from a
+    quick-profile run is marked *(quick)*; every number carries a tooltip naming the figure
+    and the profile.  A missing figure, metric or claim is a build warning, i.e. an error
+    under ``-W``: the book never shows a number that no run made.
 
 Directive ``{ntp-claims}``
     The claims ledger as tables: with ``:paper: lin`` one table of that paper's claims
@@ -82,7 +83,8 @@ def _superscript(k: int) -> str:
 
 class NTPVal(SphinxRole):
     def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
-        text, _, spec = self.text.partition("|")
+        # inside a Markdown table the | of the format is written \| (else it splits the cell)
+        text, _, spec = self.text.replace("\\|", "|").partition("|")
         fig_id, sep, key = text.strip().partition(":")
         spec = spec.strip() or ".3g"
         problem = None

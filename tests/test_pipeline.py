@@ -381,3 +381,18 @@ def test_the_table_of_contents_lists_every_figure_once_in_the_papers_order():
             if i.startswith(paper) and REG[i].paper_label.startswith("Fig. ")
         ]
         assert numbered == sorted(numbered), f"{paper}: figures out of the paper's order"
+
+
+def test_titles_and_claims_typeset_their_maths():
+    # Captions are parsed as MyST: maths outside $...$ shows as plain ASCII beside typeset
+    # symbols, and a bare '*' turns the rest of the caption into emphasis.
+    ascii_math = re.compile(r"\^|->|\|\||\*|~")
+    for fig_id, entry in REG.items():
+        for field in ("title", "claim"):
+            text = getattr(entry, field)
+            assert text.count("$") % 2 == 0, f"{fig_id} {field}: unbalanced '$' in {text!r}"
+            prose = re.sub(r"\$[^$]*\$", " ", text)
+            found = ascii_math.search(prose)
+            assert found is None, (
+                f"{fig_id} {field}: {found.group()!r} outside $...$ in {text!r}; typeset it"
+            )

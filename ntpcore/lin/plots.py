@@ -4,7 +4,9 @@ r"""Plotting helpers of the linear-paper notebooks (2-D geometry, training panel
 :math:`\bar h_j` and the rows :math:`w_v` of a decoder (W^mm of Def. 3 or W* of Def. 1)
 in d = 2, where :math:`(e_z - e_v)^\top W\bar h_j = (w_z - w_v)^\top\bar h_j` makes the
 margins of (6b) visible as projections; :func:`draw_training` the panels of Figs. 4-5
-(CE - H, norm growth of Lemma 2, alignment and convergence on F of Theorem 2).
+(CE - H, norm growth of Lemma 2, alignment and convergence on F of Theorem 2);
+:func:`draw_next_token_dist` one column :math:`\hat p_j` of Fig. 3 on a log axis, so that
+every in-support word (:math:`\hat p_{j,z} > 0`) is visible however small its probability.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from matplotlib.axes import Axes
 
 from ntpcore.pipeline.plotting import COLORS
 
-__all__ = ["CONTEXT_NAMES", "draw_geometry", "draw_prob_heatmap", "draw_training", "support_label"]
+__all__ = [
+    "CONTEXT_NAMES",
+    "draw_geometry",
+    "draw_next_token_dist",
+    "draw_prob_heatmap",
+    "draw_training",
+    "support_label",
+]
 
 CONTEXT_NAMES = ("A", "B", "C")
 #: Word colours for the toy (5 words), colour-blind safe.
@@ -156,6 +165,43 @@ def draw_prob_heatmap(ax: Axes, P: np.ndarray, names: Sequence[str] = CONTEXT_NA
                     color="white" if P[v, j] < 0.6 else "black",
                 )
     return im
+
+
+def draw_next_token_dist(
+    ax: Axes, p: np.ndarray, floor: float, *, color: str = COLORS[0], off_color: str = "#999999"
+) -> None:
+    """One next-token distribution over all V words on a log axis from ``floor`` to 1.
+
+    In-support words (p_z > 0, the support S_j of [lin, Sec. 2]) get a bar from ``floor``
+    up to p_z, so even a p_z a decade above ``floor`` is a visible bar; off-support words
+    (p_z = 0, which no log axis can show) get a grey cross on the bottom edge and a grey
+    tick label.  ``floor`` must lie below the smallest positive entry drawn.
+    """
+    p = np.asarray(p, dtype=float)
+    z = np.arange(p.size)
+    on = p > 0
+    if np.any(p[on] <= floor):
+        raise ValueError(f"floor {floor} is not below the smallest in-support p {p[on].min()}")
+    ax.bar(z[on], p[on] - floor, bottom=floor, color=color, width=0.7)
+    ax.plot(
+        z[~on],
+        np.zeros(int((~on).sum())),
+        "x",
+        color=off_color,
+        ms=5,
+        mew=1.2,
+        transform=ax.get_xaxis_transform(),
+        clip_on=False,
+        zorder=3,
+    )
+    ax.set_yscale("log")
+    ax.set_ylim(floor, 1.0)
+    ax.set_xlim(-0.6, p.size - 0.4)
+    ax.set_xticks(z, [str(v + 1) for v in z])
+    for tick, inside in zip(ax.get_xticklabels(), on, strict=True):
+        if not inside:
+            tick.set_color(off_color)
+    ax.grid(False, axis="x")
 
 
 def _from_step_one(res: dict) -> dict:

@@ -148,8 +148,10 @@ def test_sigterm_says_what_was_kept_and_leaves_no_staging_folder(tmp_path):
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert "interrupted: 0 of 1 figure(s) finished" in err
-    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("interrupted: 0 of 1 figure(s) finished")
+    # the runner's own exit is one line, not a KeyboardInterrupt traceback (a kernel being
+    # shut down mid-reply may still log a socket error of its own)
+    assert "KeyboardInterrupt" not in err
     assert not list(build.glob(f"ntp-{proc.pid}-*")), "a staging folder was left behind"
     assert not (tmp_path / "f").exists()
 

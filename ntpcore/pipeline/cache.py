@@ -41,7 +41,7 @@ import ntpcore
 from ntpcore.core.io import atomic_path, write_text_atomic
 from ntpcore.pipeline import paths
 
-CACHE_SALT = "2026-11-21.1"
+CACHE_SALT = "2026-11-23.1"
 
 Result = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Result])

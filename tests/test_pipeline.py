@@ -396,3 +396,22 @@ def test_titles_and_claims_typeset_their_maths():
             assert found is None, (
                 f"{fig_id} {field}: {found.group()!r} outside $...$ in {text!r}; typeset it"
             )
+
+
+def test_notebook_markdown_reads_the_same_in_jupyterlab_as_in_the_book():
+    """JupyterLab knows neither the book's MathJax macros (defined in _config.yml) nor MyST
+    roles: a notebook's Markdown must use neither."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    macros = config["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
+    macro_re = re.compile(
+        r"\\(" + "|".join(sorted(macros, key=len, reverse=True)) + r")(?![A-Za-z])"
+    )
+    for nb_path in sorted(paths.NOTEBOOK_DIR.glob("*.ipynb")):
+        nb = nbformat.read(nb_path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type != "markdown":
+                continue
+            role = re.search(r"\{(prf:ref|cite[:a-z]*|doc|ref|numref|eq)\}`", cell.source)
+            assert role is None, f"{nb_path.name}: MyST role {role.group(0)} in Markdown"
+            macro = macro_re.search(cell.source)
+            assert macro is None, f"{nb_path.name}: book-only macro {macro.group(0)} in Markdown"

@@ -438,6 +438,22 @@ def _dual_repair(
     return G, dual
 
 
+def reduced_start(S: NDArray[np.bool_]):
+    r"""The exact reduction of a validated support and the solvers' common start.
+
+    Returns ``(red, Z, (U, s, Vt), k)``: the reduction (:func:`reduce_support`), the reduced
+    centred support :math:`Z = D_r^{1/2}\tilde S_r D_c^{1/2}` (feasible), its thin SVD and
+    its numerical rank ``k``.
+    """
+    _check_margin_support(S)
+    red = reduce_support(S)
+    Sr, omega, delta = red.Sr, red.omega, red.delta
+    St_r = Sr - ((omega**2)[:, None] * Sr).sum(axis=0, keepdims=True) / float(S.shape[0])
+    Z = omega[:, None] * St_r * delta[None, :]
+    U, s, Vt = np.linalg.svd(Z, full_matrices=False)
+    return red, Z, (U, s, Vt), int(np.sum(s > 1e-9 * s[0]))
+
+
 def solve_nuclear_svm(
     S: ArrayLike,
     *,
@@ -464,16 +480,9 @@ def solve_nuclear_svm(
         If the certified gap is not reached within ``max_iter`` iterations.
     """
     S = as_support(S)
-    _check_margin_support(S)
     t0 = time.perf_counter()
-    red = reduce_support(S)
+    red, Z, (U0, s0, Vt0), k0 = reduced_start(S)
     Sr, omega, delta = red.Sr, red.omega, red.delta
-    V = float(S.shape[0])
-    # feasible start: the reduced centred support D_r^{1/2} S~_r D_c^{1/2}
-    St_r = Sr - ((omega**2)[:, None] * Sr).sum(axis=0, keepdims=True) / V
-    Z = omega[:, None] * St_r * delta[None, :]
-    U0, s0, Vt0 = np.linalg.svd(Z, full_matrices=False)
-    k0 = int(np.sum(s0 > 1e-9 * s0[0]))
     if rho is None:
         rho = 0.2 / float(np.mean(s0[:k0]))  # 0.2: fewest iterations on test sets
     U = -(U0[:, :k0] @ Vt0[:k0]) / rho  # scaled dual = -G_0 / rho

@@ -88,10 +88,9 @@ from ntpcore.core.validate import as_support
 from ntpcore.errors import SolverError
 from ntpcore.geo.svm import (
     NuclearSVMResult,
-    _check_margin_support,
     _dual_repair,
     _project_columns,
-    reduce_support,
+    reduced_start,
     svm_constraint_violation,
 )
 
@@ -268,16 +267,11 @@ def solve_nuclear_svm_scale(
         If the gap ``tol`` is not certified within ``max_iter`` iterations / ``max_seconds``.
     """
     S = as_support(S)
-    _check_margin_support(S)
     t0 = time.perf_counter()
-    red = reduce_support(S)
+    # start: reduced centred support and its polar factor, as solve_nuclear_svm
+    red, Z0, (U0, s0, Vt0), k0 = reduced_start(S)
     Sr, omega, delta = red.Sr, red.omega, red.delta
     V = float(S.shape[0])
-    # start: reduced centred support and its polar factor, as solve_nuclear_svm
-    St_r = Sr - ((omega**2)[:, None] * Sr).sum(axis=0, keepdims=True) / V
-    Z0 = omega[:, None] * St_r * delta[None, :]
-    U0, s0, Vt0 = np.linalg.svd(Z0, full_matrices=False)
-    k0 = int(np.sum(s0 > 1e-9 * s0[0]))
     if rho is None:
         rho = 0.1 / float(np.mean(s0[:k0]))  # 0.1: fewest iterations on the bench ladder
     v = Z0 - (U0[:, :k0] @ Vt0[:k0]) / rho

@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from ntpcore import geo as g
 from ntpcore.core.logits import softmax
 from ntpcore.errors import DataError
-from ntpcore.geo.data import subset_contexts
+from ntpcore.geo.data import ContextDataset, subset_contexts
 from ntpcore.geo.experiments.data import DATASETS, DataConfig, load_dataset
 from ntpcore.geo.synthetic import synthetic_dataset
 from ntpcore.geo.text import text_dataset
@@ -351,15 +351,20 @@ class DatasetStatsConfig:
     max_repeat: int = 4  # multiplicities uniform in {1..max_repeat}
 
 
-@cached
-def run_dataset_stats(cfg: DatasetStatsConfig) -> dict[str, object]:
-    """m, V, n, T, entropy, support groups, support sizes and group sizes of both sets."""
-    sets = {
+def _both_datasets(cfg: DatasetStatsConfig) -> dict[str, ContextDataset]:
+    """The synthetic set and the real-text set of the dataset figure."""
+    return {
         "synthetic": synthetic_dataset(cfg.data_seed, max_repeat=cfg.max_repeat),
         "text": text_dataset(
             seed=cfg.data_seed, top_k=cfg.top_k, max_subs=cfg.max_subs, max_repeat=cfg.max_repeat
         ),
     }
+
+
+@cached
+def run_dataset_stats(cfg: DatasetStatsConfig) -> dict[str, object]:
+    """m, V, n, T, entropy, support groups, support sizes and group sizes of both sets."""
+    sets = _both_datasets(cfg)
     res: dict[str, object] = {}
     for name, ds in sets.items():
         st = ds.stats()
@@ -395,12 +400,7 @@ def dataset_facts(cfg: DatasetStatsConfig) -> dict[str, object]:
     ``k_max_<name>`` (support sizes), ``largest_group_<name>``.
     """
     stats = run_dataset_stats(cfg)
-    sets = {
-        "synthetic": synthetic_dataset(cfg.data_seed, max_repeat=cfg.max_repeat),
-        "text": text_dataset(
-            seed=cfg.data_seed, top_k=cfg.top_k, max_subs=cfg.max_subs, max_repeat=cfg.max_repeat
-        ),
-    }
+    sets = _both_datasets(cfg)
     res: dict[str, object] = {}
     for name, ds in sets.items():
         P, pi = ds.P, ds.pi

@@ -415,3 +415,22 @@ def test_notebook_markdown_reads_the_same_in_jupyterlab_as_in_the_book():
             assert role is None, f"{nb_path.name}: MyST role {role.group(0)} in Markdown"
             macro = macro_re.search(cell.source)
             assert macro is None, f"{nb_path.name}: book-only macro {macro.group(0)} in Markdown"
+
+
+def test_notebooks_import_only_the_paper_faces_the_ledger_and_the_pipeline():
+    """A notebook reaches the package through a paper's face (``ntpcore.lin``, ``.geo``,
+    ``.att``) and its public ``experiments``/``plots``/``scale`` modules, the claims ledger
+    and the pipeline; never ``ntpcore.core``, an inner module, or a private name."""
+    allowed = re.compile(
+        r"^ntpcore(\.(lin|geo|att)(\.(experiments(\.\w+)?|plots|scale))?|\.pipeline|\.claims)?$"
+    )
+    for nb_path in sorted(paths.NOTEBOOK_DIR.glob("*.ipynb")):
+        nb = nbformat.read(nb_path, as_version=4)
+        src = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        for module, names in re.findall(r"^from (ntpcore[\w.]*) import ([^\n]+)", src, re.M):
+            assert allowed.match(module), f"{nb_path.name}: imports from {module}"
+            for name in re.split(r"[,\s()]+", names):
+                assert not name.startswith("_"), f"{nb_path.name}: private name {name}"
+        for module in re.findall(r"^import (ntpcore[\w.]*)", src, re.M):
+            assert allowed.match(module), f"{nb_path.name}: imports {module}"
+        assert not re.search(r"\b\w+\._[a-z]\w*\(", src), f"{nb_path.name}: calls a private name"

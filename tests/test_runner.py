@@ -56,7 +56,8 @@ def dirs(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_an_explored_run_writes_the_explore_folder_and_never_the_books_figure(dirs):
+def test_an_explored_run_writes_the_explore_folder_and_never_the_books_figure(dirs, monkeypatch):
+    monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)  # a figure without claims here
     nb = _notebook(dirs / "lin_rt.ipynb")
     entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), "c")
     job = reproduce.Job(
@@ -118,6 +119,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     from ntpcore.pipeline import registry, runner
+    runner.REQUIRE_CLAIMS = False
     entry = registry.FigureEntry("lin-rt", "lin", "-", "t", sys.argv[1], "c")
     runner.load_registry = lambda: {"lin-rt": entry}
     sys.exit(runner.main(["--only", "lin-rt", "--profile", "quick"]))
@@ -205,3 +207,12 @@ def test_a_figure_on_other_data_than_the_papers_says_so_in_its_registry_entry():
                 f"{fig_id} runs on the Lee corpus, not the paper's TinyStories: "
                 f"its figures.yml entry must say so under deviations"
             )
+
+
+def test_a_figure_that_checks_no_claim_is_not_published(dirs):
+    nb = _notebook(dirs / "lin_rt.ipynb")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), "c")
+    job = reproduce.Job(entry, "quick", {"fig_id": "lin-rt", "profile": "quick"})
+    outcome = reproduce.run_job(job, progress=False)
+    assert not outcome.ok and "evaluated no claim in the quick profile" in outcome.message
+    assert not (dirs / "book-figures").exists()

@@ -73,7 +73,7 @@ class Job:
 
 
 #: Every figure must record at least one claim evaluated in the profile it ran in.
-REQUIRE_CLAIMS = False
+REQUIRE_CLAIMS = True
 
 
 @dataclass(frozen=True)

@@ -21,37 +21,46 @@ is the infimum of the CE loss, reached only as the logits diverge.
 
 :class:`ContextDataset` holds such a set; :func:`dataset_from_pairs` builds one from counts
 of (context, next word) pairs, :func:`resample_counts` draws the paper's uniform
-multiplicities and :func:`subset_contexts` cuts a set down to a few support groups.  The
-generators are :mod:`ntpcore.geo.synthetic` and :mod:`ntpcore.geo.text`.
+multiplicities, :func:`subset_contexts` cuts a set down to a few support groups and
+:func:`head_contexts` to its first ``k`` contexts.  The counts are held sparse
+(``scipy.sparse``): a corpus-scale set of thousands of contexts over a vocabulary of
+thousands of words stores only its observed pairs, and the dense ``(V, m)`` views are made
+on demand.  The generators are :mod:`ntpcore.geo.synthetic`, :mod:`ntpcore.geo.text` and
+:mod:`ntpcore.geo.wiki`.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
-from numpy.typing import NDArray
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.errors import DataError
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
 class ContextDataset:
     """Distinct contexts with their next-word counts.
 
-    Attributes
+    The counts are stored sparse (:class:`scipy.sparse.csc_array`, one column per
+    context), so that a corpus with thousands of contexts and a vocabulary of thousands of
+    words costs memory in proportion to its ``(context, next word)`` pairs; the dense
+    views ``counts``, ``P`` and ``S`` are produced on demand (``counts`` once, then kept).
+
+    Parameters
     ----------
     name : str
         Short name printed in the book ("synthetic", "lee_background", ...).
-    contexts : (m, T) int64 array
+    contexts : (m, T) int array
         Input-token ids (into ``input_vocab``) of the ``m`` distinct contexts.
-    counts : (V, m) int64 array
+    counts : (V, m) int array or scipy.sparse matrix
         Joint counts ``n_{z,j}``: how often next word ``z`` follows context ``j``.
-    input_vocab : tuple of str
+    input_vocab : sequence of str
         Id -> word for context tokens.
-    next_vocab : tuple of str
+    next_vocab : sequence of str
         Id -> word for next tokens (``V`` words, the rows of ``counts``).
     description : str
         One line on how the set was built (printed in the book).
@@ -65,61 +74,81 @@ class ContextDataset:
         contexts or out-of-range token ids.
     """
 
-    name: str
-    contexts: NDArray[np.int64]
-    counts: NDArray[np.int64]
-    input_vocab: tuple[str, ...]
-    next_vocab: tuple[str, ...]
-    description: str = ""
-    n_original: int = -1
-
-    def __post_init__(self) -> None:
-        contexts = np.array(self.contexts, copy=True)
-        counts = np.array(self.counts, copy=True)
+    def __init__(
+        self,
+        name: str,
+        contexts: ArrayLike,
+        counts: ArrayLike | sp.sparray | sp.spmatrix,
+        input_vocab: Sequence[str],
+        next_vocab: Sequence[str],
+        description: str = "",
+        n_original: int = -1,
+    ) -> None:
+        contexts = np.array(contexts, copy=True)
         if contexts.ndim != 2 or contexts.shape[0] < 1 or contexts.shape[1] < 1:
             raise DataError(f"contexts must be a non-empty (m, T) array, got {contexts.shape}")
-        if counts.ndim != 2:
-            raise DataError(f"counts must be a (V, m) array, got shape {counts.shape}")
         if not (np.issubdtype(contexts.dtype, np.integer)):
             raise DataError(f"contexts must hold integer token ids, got {contexts.dtype}")
-        if not np.issubdtype(counts.dtype, np.integer):
-            if np.issubdtype(counts.dtype, np.floating) and np.all(counts == np.round(counts)):
-                counts = counts.astype(np.int64)
-            else:
-                raise DataError(f"counts must be integers, got dtype {counts.dtype}")
+        dense, C = _as_counts(counts)
         m = contexts.shape[0]
-        if counts.shape[1] != m:
+        if C.shape[1] != m:
             raise DataError(
-                f"counts has {counts.shape[1]} columns but there are {m} contexts "
+                f"counts has {C.shape[1]} columns but there are {m} contexts "
                 "(counts is (V, m): rows are next words, columns are contexts)"
             )
-        if counts.shape[0] != len(self.next_vocab):
+        if C.shape[0] != len(next_vocab):
             raise DataError(
-                f"counts has {counts.shape[0]} rows but next_vocab has {len(self.next_vocab)} words"
+                f"counts has {C.shape[0]} rows but next_vocab has {len(next_vocab)} words"
             )
-        if counts.shape[0] < 2:
+        if C.shape[0] < 2:
             raise DataError("the next-token vocabulary needs at least 2 words")
-        if np.any(counts < 0):
+        if np.any(C.data < 0):
             raise DataError("counts must be non-negative")
-        empty = np.flatnonzero(counts.sum(axis=0) == 0)
+        C.eliminate_zeros()
+        empty = np.flatnonzero(np.diff(C.indptr) == 0)
         if empty.size:
             raise DataError(
                 f"context(s) {empty[:5].tolist()} have an empty support (no next word observed)"
             )
-        if contexts.min() < 0 or contexts.max() >= len(self.input_vocab):
+        if contexts.min() < 0 or contexts.max() >= len(input_vocab):
             raise DataError("context token ids must index input_vocab")
         if np.unique(contexts, axis=0).shape[0] != m:
             raise DataError("contexts must be distinct (merge duplicated rows by adding counts)")
         contexts = contexts.astype(np.int64)
-        counts = counts.astype(np.int64)
         contexts.setflags(write=False)
-        counts.setflags(write=False)
-        object.__setattr__(self, "contexts", contexts)
-        object.__setattr__(self, "counts", counts)
-        object.__setattr__(self, "input_vocab", tuple(str(w) for w in self.input_vocab))
-        object.__setattr__(self, "next_vocab", tuple(str(w) for w in self.next_vocab))
-        if self.n_original < 0:
-            object.__setattr__(self, "n_original", m)
+        C.sort_indices()
+        for arr in (C.data, C.indices, C.indptr):
+            arr.setflags(write=False)
+        fields = {
+            "name": str(name),
+            "contexts": contexts,
+            "input_vocab": tuple(str(w) for w in input_vocab),
+            "next_vocab": tuple(str(w) for w in next_vocab),
+            "description": str(description),
+            "n_original": m if n_original < 0 else int(n_original),
+            "_csc": C,
+        }
+        for key, val in fields.items():
+            object.__setattr__(self, key, val)
+        if dense is not None:  # keep the caller's dense array as the dense view
+            self.__dict__["counts"] = dense
+
+    name: str
+    contexts: NDArray[np.int64]
+    input_vocab: tuple[str, ...]
+    next_vocab: tuple[str, ...]
+    description: str
+    n_original: int
+    _csc: sp.csc_array
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError(f"ContextDataset is immutable (cannot set {key!r})")
+
+    def __repr__(self) -> str:
+        return (
+            f"ContextDataset(name={self.name!r}, m={self.m}, V={self.V}, T={self.T}, "
+            f"n={self.n}, pairs={self._csc.nnz})"
+        )
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -135,14 +164,31 @@ class ContextDataset:
     @property
     def V(self) -> int:
         """Size of the next-token vocabulary."""
-        return int(self.counts.shape[0])
+        return int(self._csc.shape[0])
 
     @property
     def n(self) -> int:
         """Number of training pairs (sum of all counts)."""
-        return int(self.counts.sum())
+        return int(self._csc.data.sum())
 
-    # -- soft labels -------------------------------------------------------------------
+    @property
+    def n_pairs(self) -> int:
+        """Number of distinct (context, next word) pairs, the non-zeros of ``counts``."""
+        return int(self._csc.nnz)
+
+    # -- counts, soft labels, supports -----------------------------------------------------
+    @property
+    def counts_sparse(self) -> sp.csc_array:
+        """(V, m) joint counts as a read-only :class:`scipy.sparse.csc_array` (int64)."""
+        return self._csc
+
+    @functools.cached_property
+    def counts(self) -> NDArray[np.int64]:
+        """(V, m) dense joint counts ``n_{z,j}`` (read-only; built on first use)."""
+        dense = self._csc.toarray()
+        dense.setflags(write=False)
+        return dense
+
     @property
     def P(self) -> NDArray[np.float64]:
         """(V, m) conditional next-word distributions, columns sum to 1."""
@@ -152,7 +198,7 @@ class ContextDataset:
     @property
     def pi(self) -> NDArray[np.float64]:
         """(m,) empirical context probabilities."""
-        c = self.counts.sum(axis=0).astype(np.float64)
+        c = self._column_totals().astype(np.float64)
         return c / c.sum()
 
     @property
@@ -161,23 +207,35 @@ class ContextDataset:
         return self.counts > 0
 
     @property
+    def S_sparse(self) -> sp.csc_array:
+        """(V, m) support matrix as a boolean :class:`scipy.sparse.csc_array`."""
+        C = self._csc
+        return sp.csc_array(
+            (np.ones(C.nnz, dtype=bool), C.indices.copy(), C.indptr.copy()), shape=C.shape
+        )
+
+    @property
     def support_sizes(self) -> NDArray[np.int64]:
         """(m,) support sizes ``k_j``."""
-        return self.S.sum(axis=0).astype(np.int64)
+        return np.diff(self._csc.indptr).astype(np.int64)
 
     @property
     def entropy(self) -> float:
         """Empirical conditional entropy in nats (the CE lower bound)."""
-        c = self.counts.astype(np.float64)
-        col = c.sum(axis=0, keepdims=True)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(c > 0, c * np.log(c / col), 0.0)
-        return float(-terms.sum() / c.sum())
+        C = self._csc
+        c = C.data.astype(np.float64)
+        col = np.repeat(self._column_totals().astype(np.float64), np.diff(C.indptr))
+        return float(-(c * np.log(c / col)).sum() / c.sum())
 
     @property
     def support_groups(self) -> list[NDArray[np.int64]]:
         """Column indices grouped by identical support, in order of first appearance."""
-        return support_groups(self.S)
+        return support_groups(self._csc)
+
+    def _column_totals(self) -> NDArray[np.int64]:
+        """(m,) ``n_j``: number of training pairs with context ``j``."""
+        C = self._csc
+        return np.add.reduceat(C.data, C.indptr[:-1]).astype(np.int64)
 
     # -- convenience -------------------------------------------------------------------
     def context_strings(self) -> list[str]:
@@ -186,8 +244,10 @@ class ContextDataset:
 
     def samples(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Expand to the ``n`` training pairs: (context index (n,), next-word id (n,))."""
-        z, j = np.nonzero(self.counts)
-        reps = self.counts[z, j]
+        C = self._csc
+        z = C.indices.astype(np.int64)
+        j = np.repeat(np.arange(self.m, dtype=np.int64), np.diff(C.indptr))
+        reps = C.data
         # order by context then word, for readability
         order = np.lexsort((z, j))
         return np.repeat(j[order], reps[order]), np.repeat(z[order], reps[order])
@@ -210,11 +270,48 @@ class ContextDataset:
         }
 
 
-def support_groups(S: NDArray[np.bool_]) -> list[NDArray[np.int64]]:
+def _as_counts(
+    counts: ArrayLike | sp.sparray | sp.spmatrix,
+) -> tuple[NDArray[np.int64] | None, sp.csc_array]:
+    """(dense read-only int64 copy or None, csc int64 copy) of a dense or sparse count matrix."""
+    if sp.issparse(counts):
+        C = sp.csc_array(counts, copy=True)
+        if C.ndim != 2:
+            raise DataError(f"counts must be a (V, m) array, got shape {C.shape}")
+        C.sum_duplicates()
+        C.data = _integer_counts(C.data)
+        return None, C
+    arr = np.array(counts, copy=True)
+    if arr.ndim != 2:
+        raise DataError(f"counts must be a (V, m) array, got shape {arr.shape}")
+    arr = _integer_counts(arr)
+    arr.setflags(write=False)
+    return arr, sp.csc_array(arr)
+
+
+def _integer_counts(a: NDArray) -> NDArray[np.int64]:
+    if not np.issubdtype(a.dtype, np.integer):
+        if np.issubdtype(a.dtype, np.floating) and np.all(a == np.round(a)):
+            return a.astype(np.int64)
+        raise DataError(f"counts must be integers, got dtype {a.dtype}")
+    return a.astype(np.int64)
+
+
+def support_groups(S: ArrayLike | sp.sparray | sp.spmatrix) -> list[NDArray[np.int64]]:
     """Group the columns of a (V, m) support matrix by identical pattern.
 
+    ``S`` may be dense (boolean or 0/1) or a scipy.sparse matrix (its non-zero pattern).
     Groups are listed in order of their first column; each is an increasing index array.
     """
+    if sp.issparse(S):
+        C = sp.csc_array(S, copy=True)
+        C.eliminate_zeros()
+        C.sort_indices()
+        members: dict[bytes, list[int]] = {}
+        ind, ptr = C.indices.astype(np.int64), C.indptr
+        for j in range(C.shape[1]):
+            members.setdefault(ind[ptr[j] : ptr[j + 1]].tobytes(), []).append(j)
+        return [np.array(g, dtype=np.int64) for g in members.values()]
     S = np.asarray(S, dtype=bool)
     _, first, inverse = np.unique(S.T, axis=0, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
@@ -277,10 +374,16 @@ def dataset_from_pairs(
                 in_seen[w] = len(in_vocab)
                 in_vocab.append(w)
     z_id = {z: i for i, z in enumerate(next_vocab)}
-    counts = np.zeros((len(next_vocab), len(ctx_order)), dtype=np.int64)
+    rows, cols, vals = [], [], []
     for j, c in enumerate(ctx_order):
         for z, cnt in supp[c].items():
-            counts[z_id[z], j] = cnt
+            rows.append(z_id[z])
+            cols.append(j)
+            vals.append(cnt)
+    counts = sp.csc_array(
+        (np.array(vals, dtype=np.int64), (np.array(rows), np.array(cols))),
+        shape=(len(next_vocab), len(ctx_order)),
+    )
     contexts = np.array([[in_seen[w] for w in c] for c in ctx_order], dtype=np.int64)
     return ContextDataset(
         name=name,
@@ -317,14 +420,41 @@ def subset_contexts(ds: ContextDataset, k: int, per_group: int = 3) -> ContextDa
     if k <= 0 or k >= ds.m:
         return ds
     chosen = np.concatenate([grp[:per_group] for grp in ds.support_groups])[:k]
-    keep = np.sort(chosen)
-    counts = ds.counts[:, keep]
-    used = counts.sum(axis=1) > 0
-    return ContextDataset(
+    return _keep_contexts(
+        ds,
+        np.sort(chosen),
         name=f"{ds.name}[{k} contexts]",
+        description=f"{k} contexts (up to {per_group} per support group) of: {ds.description}",
+    )
+
+
+def head_contexts(ds: ContextDataset, k: int) -> ContextDataset:
+    """The first ``k`` contexts of ``ds`` in data order (the ``k`` most frequent for a set
+    ordered by frequency, as :func:`ntpcore.geo.text.corpus_dataset` builds it).
+
+    Next words that none of them uses are dropped.  ``k = 0`` or ``k >= m`` returns ``ds``.
+    """
+    if k <= 0 or k >= ds.m:
+        return ds
+    return _keep_contexts(
+        ds,
+        np.arange(k),
+        name=f"{ds.name}[first {k}]",
+        description=f"first {k} contexts of: {ds.description}",
+    )
+
+
+def _keep_contexts(
+    ds: ContextDataset, keep: NDArray[np.int64], *, name: str, description: str
+) -> ContextDataset:
+    """The contexts ``keep`` (increasing) of ``ds``, dropping next words none of them uses."""
+    counts = ds.counts_sparse[:, keep]
+    used = np.diff(counts.tocsr().indptr) > 0
+    return ContextDataset(
+        name=name,
         contexts=ds.contexts[keep],
-        counts=counts[used],
+        counts=counts[used, :],
         input_vocab=ds.input_vocab,
         next_vocab=tuple(w for w, u in zip(ds.next_vocab, used, strict=True) if u),
-        description=f"{k} contexts (up to {per_group} per support group) of: {ds.description}",
+        description=description,
     )

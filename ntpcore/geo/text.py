@@ -17,16 +17,19 @@ Nothing is downloaded.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.resources
 import itertools
 import os
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
 
 from ntpcore.errors import DataError
 from ntpcore.geo.data import ContextDataset, dataset_from_pairs, resample_counts
@@ -237,3 +240,220 @@ def text_dataset(
         f"{'expanded by substitution' if expand else 'no expansion'}, {how}"
     )
     return dataset_from_pairs(name, pair_counts, description=desc, n_original=len(chosen))
+
+
+# ------------------------------------------------------------------------------------------
+# Corpus scale: a whole vocabulary, observed counts, sparse throughout
+# ------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TokenCorpus:
+    """A tokenised corpus: documents of word ids (contexts never cross a document boundary).
+
+    Attributes
+    ----------
+    name : str
+        Short name printed in the book.
+    words : tuple of str
+        Id -> word, in order of first appearance.
+    tokens : (N,) int64 array
+        The word ids of all documents, concatenated.
+    doc_starts : (D + 1,) int64 array
+        Document ``d`` is ``tokens[doc_starts[d]:doc_starts[d + 1]]``.
+    """
+
+    name: str
+    words: tuple[str, ...]
+    tokens: NDArray[np.int64]
+    doc_starts: NDArray[np.int64]
+
+    def __post_init__(self) -> None:
+        tokens = np.asarray(self.tokens, dtype=np.int64)
+        starts = np.asarray(self.doc_starts, dtype=np.int64)
+        if starts.ndim != 1 or starts.size < 2 or starts[0] != 0 or starts[-1] != tokens.size:
+            raise DataError("doc_starts must run from 0 to the number of tokens")
+        if np.any(np.diff(starts) < 0):
+            raise DataError("doc_starts must be non-decreasing")
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= len(self.words)):
+            raise DataError("token ids must index words")
+        for arr in (tokens, starts):
+            arr.setflags(write=False)
+        object.__setattr__(self, "tokens", tokens)
+        object.__setattr__(self, "doc_starts", starts)
+        object.__setattr__(self, "words", tuple(str(w) for w in self.words))
+
+    @classmethod
+    def from_documents(cls, name: str, docs: Iterable[Sequence[str]]) -> TokenCorpus:
+        """Build a corpus from documents given as lists of tokens (e.g. :func:`tokenize`)."""
+        index: dict[str, int] = {}
+        ids: list[int] = []
+        starts = [0]
+        for doc in docs:
+            ids.extend(index.setdefault(w, len(index)) for w in doc)
+            starts.append(len(ids))
+        return cls(name, tuple(index), np.array(ids, dtype=np.int64), np.array(starts))
+
+    @property
+    def n_docs(self) -> int:
+        """Number of documents."""
+        return int(self.doc_starts.size - 1)
+
+    def frequencies(self) -> NDArray[np.int64]:
+        """(len(words),) number of occurrences of each word."""
+        return np.bincount(self.tokens, minlength=len(self.words)).astype(np.int64)
+
+    def documents(self) -> Iterator[NDArray[np.int64]]:
+        """The documents as word-id arrays, one at a time."""
+        for a, b in itertools.pairwise(self.doc_starts):
+            yield self.tokens[a:b]
+
+
+def top_vocabulary(corpus: TokenCorpus, size: int) -> NDArray[np.int64]:
+    """Ids of the ``size`` most frequent words of ``corpus`` (ties: alphabetical order)."""
+    if size < 2:
+        raise DataError(f"the vocabulary needs at least 2 words, got vocab_size={size}")
+    freq = corpus.frequencies()
+    order = sorted(np.flatnonzero(freq), key=lambda w: (-freq[w], corpus.words[w]))
+    return np.array(order[:size], dtype=np.int64)
+
+
+def ngram_counts(
+    docs: Iterable[NDArray[np.int64]], context_len: int, base: int, chunk: int = 1 << 20
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    r"""Counts of the distinct ``(context_len + 1)``-grams of word ids in ``[0, base)``.
+
+    Streams over ``docs`` (each an array of ids; ``-1`` marks a word outside the
+    vocabulary, and a window containing one is skipped).  A window
+    :math:`(x_1,\dots,x_T,z)` is encoded as the integer
+    :math:`\sum_t x_t\,b^{T-t+1} + z` with :math:`b` = ``base``; the keys of about ``chunk``
+    windows at a time are reduced to (distinct key, count) and merged into the running
+    table, so memory stays proportional to the number of distinct windows.
+
+    Returns
+    -------
+    keys : (K,) int64, increasing
+        The distinct encoded windows (decode with :func:`decode_ngrams`).
+    counts : (K,) int64
+        Their numbers of occurrences.
+    """
+    T = int(context_len)
+    if T < 1:
+        raise DataError(f"context_len must be >= 1, got {context_len}")
+    if float(base) ** (T + 1) >= 2.0**63:
+        raise DataError(f"vocabulary {base} and context length {T} overflow the int64 n-gram keys")
+    weights = base ** np.arange(T, -1, -1, dtype=np.int64)  # (T + 1,)
+    keys = np.zeros(0, dtype=np.int64)
+    counts = np.zeros(0, dtype=np.int64)
+    pending: list[NDArray[np.int64]] = []
+    n_pending = 0
+
+    def merge() -> None:
+        nonlocal keys, counts, pending, n_pending
+        if not pending:
+            return
+        new, c = np.unique(np.concatenate(pending), return_counts=True)
+        allk = np.concatenate([keys, new])
+        allc = np.concatenate([counts, c])
+        keys, inv = np.unique(allk, return_inverse=True)
+        counts = np.bincount(inv, weights=allc, minlength=keys.size).astype(np.int64)
+        pending, n_pending = [], 0
+
+    for doc in docs:
+        ids = np.asarray(doc, dtype=np.int64)
+        if ids.size <= T:
+            continue
+        win = np.lib.stride_tricks.sliding_window_view(ids, T + 1)  # (len - T, T + 1)
+        win = win[(win >= 0).all(axis=1)]
+        if win.size:
+            pending.append(win @ weights)
+            n_pending += win.shape[0]
+        if n_pending >= chunk:
+            merge()
+    merge()
+    return keys, counts
+
+
+def decode_ngrams(
+    keys: NDArray[np.int64], context_len: int, base: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Inverse of the encoding of :func:`ngram_counts`: contexts (K, T) and next words (K,)."""
+    digits = np.empty((keys.size, context_len + 1), dtype=np.int64)
+    rest = np.asarray(keys, dtype=np.int64).copy()
+    for t in range(context_len, -1, -1):
+        digits[:, t] = rest % base
+        rest //= base
+    return digits[:, :-1], digits[:, -1]
+
+
+def corpus_dataset(
+    corpus: TokenCorpus,
+    *,
+    vocab_size: int = 1000,
+    context_len: int = 2,
+    min_count: int = 5,
+    min_next: int = 2,
+    max_contexts: int = 0,
+) -> ContextDataset:
+    r"""Next-token dataset of a whole corpus with observed counts (sparse, any size).
+
+    1. Vocabulary: the ``vocab_size`` most frequent words (:func:`top_vocabulary`); it is
+       both the input and the next-token vocabulary.
+    2. Count every window of ``context_len`` words followed by a next word, all inside the
+       vocabulary and inside one document (:func:`ngram_counts`, streaming).
+    3. Keep the contexts seen at least ``min_count`` times with at least ``min_next``
+       distinct next words, ordered by decreasing count (ties: by word ids, i.e. by word
+       frequency), and the first ``max_contexts`` of them (``0``: all).
+    4. Counts are the observed :math:`n_{z,j}` (no resampling, no synonym expansion); next
+       words no kept context uses are dropped, so ``V`` is the number of next words used.
+
+    Raises
+    ------
+    DataError
+        If the parameters are out of range or no context qualifies.
+    """
+    for label, val, lo in (
+        ("context_len", context_len, 1),
+        ("min_count", min_count, 1),
+        ("min_next", min_next, 1),
+        ("max_contexts", max_contexts, 0),
+    ):
+        if int(val) < lo:
+            raise DataError(f"{label} must be >= {lo}, got {val}")
+    vocab = top_vocabulary(corpus, vocab_size)
+    V = vocab.size
+    rank = np.full(len(corpus.words), -1, dtype=np.int64)
+    rank[vocab] = np.arange(V)
+    keys, cnt = ngram_counts((rank[d] for d in corpus.documents()), context_len, V)
+    ctx_key, nxt = np.divmod(keys, V)  # keys are sorted, so each context's rows are adjacent
+    uctx, first, n_next = np.unique(ctx_key, return_index=True, return_counts=True)
+    total = np.add.reduceat(cnt, first) if keys.size else np.zeros(0, np.int64)
+    ok = np.flatnonzero((total >= min_count) & (n_next >= min_next))
+    if ok.size == 0:
+        raise DataError(
+            f"{corpus.name}: no {context_len}-word context over the top {V} words occurs "
+            f">= {min_count} times with >= {min_next} different next words"
+        )
+    ok = ok[np.lexsort((uctx[ok], -total[ok]))]  # by decreasing count, then by key
+    if max_contexts:
+        ok = ok[:max_contexts]
+    m = ok.size
+    # rows of the kept contexts in the n-gram table
+    rows = np.concatenate([np.arange(first[c], first[c] + n_next[c]) for c in ok])
+    col = np.repeat(np.arange(m), n_next[ok])
+    used, z = np.unique(nxt[rows], return_inverse=True)
+    counts = sp.csc_array((cnt[rows], (z.ravel(), col)), shape=(used.size, m))
+    contexts, _ = decode_ngrams(uctx[ok] * V, context_len, V)
+    words = [corpus.words[w] for w in vocab]
+    desc = (
+        f"{corpus.name}: the {m} most frequent {context_len}-word contexts over the top {V} "
+        f"words (count >= {min_count}, >= {min_next} distinct next words), observed counts"
+    )
+    return ContextDataset(
+        name=corpus.name,
+        contexts=contexts,
+        counts=counts,
+        input_vocab=words,
+        next_vocab=[words[w] for w in used],
+        description=desc,
+    )

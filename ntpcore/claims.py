@@ -153,6 +153,12 @@ class Claim:
     note: str | None = None
     known_deviation: str | None = None
 
+    def _ipython_display_(self) -> None:
+        """Show nothing when a check ends a notebook cell: it has printed its line already.
+
+        (A trailing ``;`` cannot be relied on: kernels that run cells without storing
+        history, as nbval does, would still display the claim.)"""
+
     @property
     def blocking(self) -> bool:
         """A failed claim without a stated deviation fails the run."""

@@ -153,12 +153,6 @@ class Claim:
     note: str | None = None
     known_deviation: str | None = None
 
-    def _ipython_display_(self) -> None:
-        """Show nothing when a check ends a notebook cell: it has printed its line already.
-
-        (A trailing ``;`` cannot be relied on: kernels that run cells without storing
-        history, as nbval does, would still display the claim.)"""
-
     @property
     def blocking(self) -> bool:
         """A failed claim without a stated deviation fails the run."""
@@ -229,8 +223,12 @@ class Ledger:
         digits: int = 3,
         note: str | None = None,
         known_deviation: str | None = None,
-    ) -> Claim:
-        """Check one claim, print its line, record it; return the :class:`Claim`.
+    ) -> None:
+        """Check one claim, print its line and record it (``ledger.claims[-1]``).
+
+        Returns nothing, so that a check ending a notebook cell displays nothing more than
+        its line in every kernel (nbval runs cells without history, where a trailing ``;``
+        does not suppress a displayed result).
 
         ``digits`` is the number of significant digits printed (and compared by the golden
         outputs); ``digits=0`` prints only the outcome, for values at round-off level.
@@ -291,7 +289,6 @@ class Ledger:
         self.claims.append(claim)
         print(claim.line())
         self._write()
-        return claim
 
     # ------------------------------------------------------------------------- records
     def records(self) -> list[dict[str, Any]]:

@@ -174,6 +174,7 @@ class NTPClaims(SphinxDirective):
             ":::{list-table}",
             ":header-rows: 1",
             ":class: ntp-claims",
+            ":widths: 30 13 10 12 12 12 11",
             "",
         ]
         header = ["claim", "source", "paper", "ours", "must be", "status", "figure"]

@@ -13,6 +13,12 @@ uniformly.  The result is a :class:`~ntpcore.geo.data.ContextDataset`: counts
 By default the corpus is ``lee_background.cor`` (Lee news corpus) shipped inside the gensim
 wheel (:func:`builtin_corpus_path`); any local UTF-8 text file can be used instead.
 Nothing is downloaded.
+
+At corpus scale (:func:`corpus_dataset`, used by :mod:`ntpcore.geo.wiki`) the pipeline is
+the plain one, without expansion or resampling: a tokenised corpus
+(:class:`TokenCorpus`), the most frequent words as vocabulary (:func:`top_vocabulary`),
+streaming counts of the ``(T + 1)``-grams inside it (:func:`ngram_counts`), and the most
+frequent contexts with their observed counts :math:`n_{z,j}`, held sparse.
 """
 
 from __future__ import annotations

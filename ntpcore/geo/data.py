@@ -185,7 +185,7 @@ class ContextDataset:
     @functools.cached_property
     def counts(self) -> NDArray[np.int64]:
         """(V, m) dense joint counts ``n_{z,j}`` (read-only; built on first use)."""
-        dense = self._csc.toarray()
+        dense = self._csc.toarray(order="C")  # row-major, as a dense input would be
         dense.setflags(write=False)
         return dense
 

@@ -30,6 +30,7 @@ def test_sparse_and_dense_datasets_agree(seed: int) -> None:
     dense = ContextDataset("d", contexts, counts, voc_in, voc_next)
     sparse = ContextDataset("s", contexts, sp.csr_matrix(counts), voc_in, voc_next)
     np.testing.assert_array_equal(sparse.counts, counts)
+    assert sparse.counts.flags["C_CONTIGUOUS"]  # same layout, same rounding as a dense input
     for ds in (dense, sparse):
         c = counts.astype(float)
         P = c / c.sum(axis=0)

@@ -59,6 +59,11 @@ BUILTIN_CORPORA: dict[str, tuple[str, str]] = {
     # name: (package, relative path)
     "lee_background": ("gensim", "test/test_data/lee_background.cor"),
     "crime_and_punishment": ("gensim", "test/test_data/crime-and-punishment.txt"),
+    # the shortened English Wikipedia dump (bz2 XML) of gensim's test data
+    "enwiki-shortened": (
+        "gensim",
+        "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
+    ),
 }
 
 #: Substitution dictionary written for this project (the synonym expansion of the paper's

@@ -25,7 +25,6 @@ from __future__ import annotations
 import bz2
 import functools
 import hashlib
-import importlib.resources
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,14 +33,10 @@ import numpy as np
 
 from ntpcore.errors import DataError
 from ntpcore.geo.data import ContextDataset
-from ntpcore.geo.text import TokenCorpus, corpus_dataset, tokenize
+from ntpcore.geo.text import TokenCorpus, builtin_corpus_path, corpus_dataset, tokenize
 from ntpcore.pipeline.cache import cached
 
-#: the dump inside the gensim package (its test data)
-WIKI_RESOURCE = (
-    "gensim",
-    "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
-)
+#: the dump inside the gensim package (its test data), a key of ``BUILTIN_CORPORA``
 WIKI_NAME = "enwiki-shortened"
 
 
@@ -53,15 +48,7 @@ def wiki_path() -> Path:
     DataError
         If gensim is not installed or does not ship the file.
     """
-    package, rel = WIKI_RESOURCE
-    try:
-        root = importlib.resources.files(package)
-    except ModuleNotFoundError as exc:
-        raise DataError(f"the Wikipedia sample needs the package {package!r}") from exc
-    res = root.joinpath(*rel.split("/"))
-    if not res.is_file():
-        raise DataError(f"the Wikipedia sample is not inside {package} ({rel})")
-    return Path(os.fspath(res))
+    return builtin_corpus_path(WIKI_NAME)
 
 
 def _is_redirect(text: str) -> bool:

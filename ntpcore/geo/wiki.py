@@ -116,19 +116,8 @@ def wiki_corpus() -> TokenCorpus:
 
 
 @functools.lru_cache(maxsize=4)
-def wiki_dataset(
-    vocab_size: int = 1000,
-    context_len: int = 2,
-    min_count: int = 5,
-    min_next: int = 2,
-    max_contexts: int = 0,
-) -> ContextDataset:
-    """Next-token set of the Wikipedia sample (see :func:`ntpcore.geo.text.corpus_dataset`)."""
-    return corpus_dataset(
-        wiki_corpus(),
-        vocab_size=vocab_size,
-        context_len=context_len,
-        min_count=min_count,
-        min_next=min_next,
-        max_contexts=max_contexts,
-    )
+def wiki_dataset(**filters: int) -> ContextDataset:
+    """Next-token set of the Wikipedia sample: ``corpus_dataset(wiki_corpus(), **filters)``
+    (filters ``vocab_size``, ``context_len``, ``min_count``, ``min_next``, ``max_contexts``:
+    see :func:`ntpcore.geo.text.corpus_dataset`)."""
+    return corpus_dataset(wiki_corpus(), **filters)

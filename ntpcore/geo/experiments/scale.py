@@ -119,7 +119,12 @@ class ScaleConfig(gt.TrainProtocol, CorpusConfig):
 
 def full_dataset(cfg: CorpusConfig) -> ContextDataset:
     """Every qualifying context of the Wikipedia sample, most frequent first."""
-    return wiki_dataset(cfg.vocab_size, cfg.context_len, cfg.min_count, cfg.min_next)
+    return wiki_dataset(
+        vocab_size=cfg.vocab_size,
+        context_len=cfg.context_len,
+        min_count=cfg.min_count,
+        min_next=cfg.min_next,
+    )
 
 
 def scale_dataset(cfg: CorpusConfig, m: int) -> ContextDataset:

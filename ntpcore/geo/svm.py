@@ -518,21 +518,42 @@ def solve_nuclear_svm(
         raise SolverError(
             f"ADMM reached max_iter={max_iter} with relative duality gap {gap:.2e} > tol={tol:.0e}"
         )
-    # expand: L[z, j] = N[row_of z, col_of j] / (omega delta); centring keeps feasibility and
-    # cannot increase the nuclear norm (it is a contraction), so it only removes rounding.
-    scale = omega[:, None] * delta[None, :]
+    # centring keeps feasibility and cannot increase the nuclear norm (it is a contraction),
+    # so it only removes rounding
+    return expand_solution(S, red, Zb, Gb, dual, it, "admm", t0, center=True)
+
+
+def expand_solution(
+    S: NDArray[np.bool_],
+    red: _Reduction,
+    Zb: NDArray[np.float64],
+    Gb: NDArray[np.float64],
+    dual: float,
+    iterations: int,
+    solver: str,
+    t0: float,
+    *,
+    center: bool = False,
+    objective: float | None = None,
+) -> NuclearSVMResult:
+    """Map a reduced primal/dual pair back to (V, m):
+    ``L[z, j] = N[row_of z, col_of j] / (omega delta)`` (likewise ``G``)."""
+    scale = red.omega[:, None] * red.delta[None, :]
     L = (Zb / scale)[np.ix_(red.row_of, red.col_of)]
-    L = L - L.mean(axis=0, keepdims=True)
+    if center:
+        L = L - L.mean(axis=0, keepdims=True)
     G = (Gb / scale)[np.ix_(red.row_of, red.col_of)]
+    if objective is None:
+        objective = float(np.linalg.svd(L, compute_uv=False).sum())
     return NuclearSVMResult(
         L=L,
         G=G,
-        objective=float(np.linalg.svd(L, compute_uv=False).sum()),
+        objective=objective,
         dual_objective=dual,
         violation=svm_constraint_violation(L, S),
-        iterations=it,
-        solver="admm",
-        reduced_shape=Sr.shape,
+        iterations=iterations,
+        solver=solver,
+        reduced_shape=red.Sr.shape,
         seconds=time.perf_counter() - t0,
     )
 

@@ -90,8 +90,8 @@ from ntpcore.geo.svm import (
     NuclearSVMResult,
     _dual_repair,
     _project_columns,
+    expand_solution,
     reduced_start,
-    svm_constraint_violation,
 )
 
 __all__ = ["solve_nuclear_svm_scale"]
@@ -373,17 +373,4 @@ def solve_nuclear_svm_scale(
             "(no certified solution)"
         )
     Zb, objective, Gb, dual = certified
-    scale = omega[:, None] * delta[None, :]
-    L = (Zb / scale)[np.ix_(red.row_of, red.col_of)]
-    G = (Gb / scale)[np.ix_(red.row_of, red.col_of)]
-    return NuclearSVMResult(
-        L=L,
-        G=G,
-        objective=objective,
-        dual_objective=dual,
-        violation=svm_constraint_violation(L, S),
-        iterations=it,
-        solver="dr-anderson",
-        reduced_shape=Sr.shape,
-        seconds=time.perf_counter() - t0,
-    )
+    return expand_solution(S, red, Zb, Gb, dual, it, "dr-anderson", t0, objective=objective)

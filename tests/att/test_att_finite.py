@@ -107,3 +107,34 @@ def test_regularization_path():
     np.testing.assert_allclose(np.linalg.norm(WR, axis=(1, 2)), radii, rtol=1e-5)
     sub = subspaces(data.E, data.tokens, data.labels)
     assert np.linalg.norm(sub.project(WR[-1], "S_fin") - W_fin) <= 1e-3
+
+
+def test_regularization_path_never_accepts_an_inaccurate_solve(monkeypatch):
+    """An "optimal_inaccurate" status is re-solved, and raises when no attempt is optimal."""
+    import cvxpy as cp
+
+    from ntpcore.errors import SolverError
+
+    data = sample_dataset(np.random.default_rng(0), 6, 4, 6, 8, graph="cyclic")
+    real = cp.Problem.solve
+    calls = []
+
+    def inaccurate_first(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        calls.append(kwargs.get("solver"))
+        if len(calls) == 1:
+            self._status = "optimal_inaccurate"
+        return out
+
+    monkeypatch.setattr(cp.Problem, "solve", inaccurate_first)
+    WR = regularization_path(data.E, data.tokens, data.labels, [2.0])
+    assert len(calls) == 2 and np.isfinite(WR).all()
+
+    def always_inaccurate(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        self._status = "optimal_inaccurate"
+        return out
+
+    monkeypatch.setattr(cp.Problem, "solve", always_inaccurate)
+    with pytest.raises(SolverError, match="no optimal solve at R=2.0"):
+        regularization_path(data.E, data.tokens, data.labels, [2.0])

@@ -20,7 +20,7 @@ trainers
     UFM/transformer/LSTM training (this project's formulation: distinct contexts with counts)
     against the per-sample formulation; on CPU, and on a GPU when torch sees one.
 experiments
-    The attention experiments of PERFORMANCE.md (batched, closed-form gradients) with their
+    The attention experiments of the Performance page (batched, closed-form gradients) with their
     speed-ups over the authors' times.
 pipeline
     Wall time of every registry figure, read from the provenance sidecars of the latest
@@ -196,7 +196,7 @@ PROBLEMS: dict[str, Problem] = {
         lambda s: s["V"] * s["d"],
         (
             Size({"V": 10, "d": 60, "m": 50}, "lin Fig. 4"),
-            Size({"V": 50, "d": 240, "m": 200}, "PERFORMANCE.md anchor"),
+            Size({"V": 50, "d": 240, "m": 200}, "anchor size (generic-solver time known)"),
             Size({"V": 100, "d": 480, "m": 400}),
             Size({"V": 200, "d": 512, "m": 800}),
             Size({"V": 500, "d": 512, "m": 1000}),
@@ -213,7 +213,7 @@ PROBLEMS: dict[str, Problem] = {
         lambda s: s["V"] * s["m"],
         (
             Size({"V": 30, "m": 16}, "geo synthetic set"),
-            Size({"V": 60, "m": 150}, "PERFORMANCE.md anchor"),
+            Size({"V": 60, "m": 150}, "anchor size (generic-solver time known)"),
             Size({"V": 104, "m": 403}, "geo real-text size"),
             Size({"V": 200, "m": 1000}),
             Size({"V": 500, "m": 2500}),

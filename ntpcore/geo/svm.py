@@ -1,11 +1,11 @@
-r"""Nuclear-norm NTP-SVM of paper ``geo`` (spec §2.3): reference and specialised solvers.
+r"""Nuclear-norm NTP-SVM [geo, Sec. 2] (book: ``geo-eq-svm``): reference and fast solvers.
 
 .. math::
     L^{mm}=\arg\min_{L\in\mathbb R^{V\times m}}\|L\|_*\quad\text{s.t.}\quad L e_j\in C_j,\qquad
     C_j=\{x:\ x_z=a\ \forall z\in\mathcal S_j,\ x_v\le a-1\ \forall v\notin\mathcal S_j,\
     a\in\mathbb R\}.
 
-Dual (spec §2.3(6)); with :math:`J=\mathbf 1\mathbf 1^\top`:
+Dual (book: ``geo-lem-dual``); with :math:`J=\mathbf 1\mathbf 1^\top`:
 
 .. math::
     \max_G\ -\langle J-S,G\rangle\quad\text{s.t.}\quad\|G\|_{op}\le1,\
@@ -142,7 +142,7 @@ def svm_constraint_violation(L: ArrayLike, S: ArrayLike) -> float:
 
 
 def check_certificate(G: ArrayLike, S: ArrayLike, L: ArrayLike | None = None) -> dict[str, float]:
-    """Feasibility of a dual certificate ``G`` of spec §2.3(6), and the gap if ``L`` is given.
+    """Feasibility of a dual certificate ``G`` (book: ``geo-lem-dual``); the gap if ``L`` is given.
 
     Returns ``op_norm``, ``colsum`` (max abs column sum), ``off_pos`` (largest positive
     off-support entry), ``dual`` (= -<J - S, G>), and with ``L``: ``primal`` (= ||L||_*),
@@ -567,7 +567,7 @@ SCALE_SWITCH = 50_000
 def nuclear_svm(
     S: ArrayLike, *, solver: str = "auto", tol: float | None = None
 ) -> NDArray[np.float64]:
-    r"""Max-margin logits :math:`L^{mm}` (V, m) of a support matrix ``S`` (spec §2.3).
+    r"""Max-margin logits :math:`L^{mm}` (V, m) of a support matrix ``S`` (book: ``geo-eq-svm``).
 
     ``solver="admm"`` uses :func:`solve_nuclear_svm` (default ``tol`` 1e-8);
     ``"dr-anderson"`` the large-vocabulary solver

@@ -1,5 +1,38 @@
-"""Shared pytest set-up: a non-interactive matplotlib backend for the test process only."""
+"""Shared pytest set-up: a non-interactive matplotlib backend for the test process only, and
+the harness of the sabotage tests (one per paper) of the claims ledger."""
+
+import json
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
+
+
+@pytest.fixture
+def sabotaged_run(tmp_path, monkeypatch, capsys):
+    """Run one figure through the runner (quick profile) with ``sitecustomize`` code that
+    breaks a package function inside the kernel (kernels inherit the runner's environment),
+    with fresh cache, figure and executed folders.  Returns ``(rc, printed, statuses)``:
+    the runner's exit code, its output, and claim id -> status from the failed sidecar."""
+    from ntpcore.pipeline import runner
+
+    def run(fig_id: str, sabotage: str):
+        (tmp_path / "site").mkdir()
+        (tmp_path / "site" / "sitecustomize.py").write_text(sabotage)
+        monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"), prepend=":")
+        for var, sub in (
+            ("NTP_CACHE_DIR", "cache"),
+            ("NTP_FIGURE_DIR", "figures"),
+            ("NTP_EXECUTED_DIR", "executed"),
+        ):
+            monkeypatch.setenv(var, str(tmp_path / sub))
+        monkeypatch.setattr(runner, "FAILED_DIR", tmp_path / "failed")
+        rc = runner.main(["--only", fig_id, "--profile", "quick"])
+        printed = capsys.readouterr()
+        assert not (tmp_path / "figures" / f"{fig_id}.png").exists(), "published anyway"
+        sidecar = tmp_path / "failed" / fig_id / f"{fig_id}.json"
+        claims = json.loads(sidecar.read_text())["claims"] if sidecar.exists() else []
+        return rc, printed.out + printed.err, {c["id"]: c["status"] for c in claims}
+
+    return run

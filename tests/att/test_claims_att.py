@@ -9,10 +9,6 @@ agree, and the quick run of the figure must fail, naming the claim ``svm-cvxpy``
 
 from __future__ import annotations
 
-import json
-
-from ntpcore.pipeline import runner
-
 SABOTAGE = """\
 import ntpcore.att.verify as _verify
 
@@ -27,26 +23,10 @@ _verify.graph_svm_cvxpy = _scaled
 """
 
 
-def test_a_wrong_graph_svm_reference_fails_the_conceptual_figure(tmp_path, monkeypatch, capsys):
-    (tmp_path / "site").mkdir()
-    (tmp_path / "site" / "sitecustomize.py").write_text(SABOTAGE)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"), prepend=":")
-    for var, sub in (
-        ("NTP_CACHE_DIR", "cache"),
-        ("NTP_FIGURE_DIR", "figures"),
-        ("NTP_EXECUTED_DIR", "executed"),
-    ):
-        monkeypatch.setenv(var, str(tmp_path / sub))
-    monkeypatch.setattr(runner, "FAILED_DIR", tmp_path / "failed")
-
-    rc = runner.main(["--only", "att-conceptual", "--profile", "quick"])
-
-    printed = capsys.readouterr()
+def test_a_wrong_graph_svm_reference_fails_the_conceptual_figure(sabotaged_run):
+    rc, printed, status = sabotaged_run("att-conceptual", SABOTAGE)
     assert rc != 0
-    assert "att-conceptual:svm-cvxpy" in printed.out + printed.err
-    assert not (tmp_path / "figures" / "att-conceptual.png").exists()
-    sidecar = tmp_path / "failed" / "att-conceptual" / "att-conceptual.json"
-    status = {c["id"]: c["status"] for c in json.loads(sidecar.read_text())["claims"]}
+    assert "att-conceptual:svm-cvxpy" in printed
     assert status["att-conceptual:svm-cvxpy"] == "fail"
     # the claims that do not involve the reference still hold: the sabotage is what failed
     assert status["att-conceptual:svm-margins"] == "pass"

@@ -11,10 +11,6 @@ which do not involve the solver, still hold.
 
 from __future__ import annotations
 
-import json
-
-from ntpcore.pipeline import runner
-
 SABOTAGE = """\
 import dataclasses
 
@@ -32,26 +28,10 @@ _geo.solve_nuclear_svm = _scaled
 """
 
 
-def test_a_suboptimal_svm_solution_fails_the_support_lmm_figure(tmp_path, monkeypatch, capsys):
-    (tmp_path / "site").mkdir()
-    (tmp_path / "site" / "sitecustomize.py").write_text(SABOTAGE)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"), prepend=":")
-    for var, sub in (
-        ("NTP_CACHE_DIR", "cache"),
-        ("NTP_FIGURE_DIR", "figures"),
-        ("NTP_EXECUTED_DIR", "executed"),
-    ):
-        monkeypatch.setenv(var, str(tmp_path / sub))
-    monkeypatch.setattr(runner, "FAILED_DIR", tmp_path / "failed")
-
-    rc = runner.main(["--only", "geo-support-lmm", "--profile", "quick"])
-
-    printed = capsys.readouterr()
+def test_a_suboptimal_svm_solution_fails_the_support_lmm_figure(sabotaged_run):
+    rc, printed, status = sabotaged_run("geo-support-lmm", SABOTAGE)
     assert rc != 0
-    assert "geo-support-lmm:duality-gap" in printed.out + printed.err
-    assert not (tmp_path / "figures" / "geo-support-lmm.png").exists()
-    sidecar = tmp_path / "failed" / "geo-support-lmm" / "geo-support-lmm.json"
-    status = {c["id"]: c["status"] for c in json.loads(sidecar.read_text())["claims"]}
+    assert "geo-support-lmm:duality-gap" in printed
     assert status["geo-support-lmm:duality-gap"] == "fail"
     # the claims that do not involve the solver still hold: the sabotage is what failed
     assert status["geo-support-lmm:lin-log-odds"] == "pass"

@@ -8,10 +8,6 @@ claim ``wstar-log-odds`` [lin, Def. 1, eq. (4)], and publish nothing.
 
 from __future__ import annotations
 
-import json
-
-from ntpcore.pipeline import runner
-
 SABOTAGE = """\
 import ntpcore.lin as _lin
 
@@ -26,26 +22,10 @@ _lin.finite_component = _scaled
 """
 
 
-def test_a_wrong_finite_component_fails_the_toy_solutions_figure(tmp_path, monkeypatch, capsys):
-    (tmp_path / "site").mkdir()
-    (tmp_path / "site" / "sitecustomize.py").write_text(SABOTAGE)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"), prepend=":")
-    for var, sub in (
-        ("NTP_CACHE_DIR", "cache"),
-        ("NTP_FIGURE_DIR", "figures"),
-        ("NTP_EXECUTED_DIR", "executed"),
-    ):
-        monkeypatch.setenv(var, str(tmp_path / sub))
-    monkeypatch.setattr(runner, "FAILED_DIR", tmp_path / "failed")
-
-    rc = runner.main(["--only", "lin-toy-solutions", "--profile", "quick"])
-
-    printed = capsys.readouterr()
+def test_a_wrong_finite_component_fails_the_toy_solutions_figure(sabotaged_run):
+    rc, printed, status = sabotaged_run("lin-toy-solutions", SABOTAGE)
     assert rc != 0
-    assert "lin-toy-solutions:wstar-log-odds" in printed.out + printed.err
-    assert not (tmp_path / "figures" / "lin-toy-solutions.png").exists()
-    sidecar = tmp_path / "failed" / "lin-toy-solutions" / "lin-toy-solutions.json"
-    status = {c["id"]: c["status"] for c in json.loads(sidecar.read_text())["claims"]}
+    assert "lin-toy-solutions:wstar-log-odds" in printed
     assert status["lin-toy-solutions:wstar-log-odds"] == "fail"
     # the claims that do not involve eq. (4) still hold: the sabotage is what failed
     assert status["lin-toy-solutions:wmm-w1-equals-w5"] == "pass"

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-import nbformat
 import pytest
+from nbutil import write_notebook
 
 from ntpcore import claims
 from ntpcore.pipeline import registry
@@ -94,20 +93,6 @@ def test_a_claim_checked_twice_or_nan_is_caught(figdir):
         ledger.check("x", "s", 0.0, claims.at_most(1), source="[lin, Thm. 1]")
 
 
-def _notebook(path: Path, body: str) -> Path:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    params = nbformat.v4.new_code_cell(PARAMS)
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(body)]
-    nbformat.write(nb, path)
-    return path
-
-
 BODY = """\
 from matplotlib import pyplot as plt
 from ntpcore import claims
@@ -125,7 +110,7 @@ def _run(tmp_path, monkeypatch, value: str):
     monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "figures"))
     monkeypatch.setenv("NTP_EXECUTED_DIR", str(tmp_path / "executed"))
     monkeypatch.setattr(reproduce, "FAILED_DIR", tmp_path / "failed")
-    nb = _notebook(tmp_path / "lin_claimtest.ipynb", BODY.format(value=value))
+    nb = write_notebook(tmp_path / "lin_claimtest.ipynb", PARAMS, BODY.format(value=value))
     entry = registry.FigureEntry("lin-claimtest", "lin", "-", "t", str(nb), "c")
     job = reproduce.Job(entry, "quick", {"fig_id": "lin-claimtest", "profile": "quick"})
     return reproduce.run_job(job, progress=False)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import yaml
 from matplotlib import pyplot as plt
+from nbutil import write_notebook
 
 from ntpcore.core.io import write_text_atomic
 from ntpcore.errors import ParameterError
@@ -98,20 +99,6 @@ def test_registry_rejects_bad_entries(tmp_path):
 # ----------------------------------------------------------------------------- parameters
 
 
-def _write_notebook(path: Path, params_src: str, body: str = "") -> Path:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    cell = nbformat.v4.new_code_cell(params_src)
-    cell.metadata["tags"] = ["parameters"]
-    nb.cells = [cell, nbformat.v4.new_code_cell(body)]
-    nbformat.write(nb, path)
-    return path
-
-
 PARAMS = """\
 fig_id = "lin-test"  # key
 profile = "paper"  # [paper|quick] profile
@@ -125,7 +112,7 @@ seeds = [0, 1]  # [0,inf] seeds
 
 @pytest.fixture()
 def specs(tmp_path):
-    return registry.parse_parameters(_write_notebook(tmp_path / "lin_test.ipynb", PARAMS))
+    return registry.parse_parameters(write_notebook(tmp_path / "lin_test.ipynb", PARAMS))
 
 
 def test_parameters_cell_is_parsed_with_types_help_and_constraints(specs):
@@ -156,7 +143,7 @@ def test_bad_overrides_name_the_parameter(specs, overrides, message):
 
 
 def test_comments_with_equals_signs_are_rejected(tmp_path):
-    nb = _write_notebook(tmp_path / "lin_eq.ipynb", "fig_id = 'lin-eq'  # id\nn = 1  # [>=1] n\n")
+    nb = write_notebook(tmp_path / "lin_eq.ipynb", "fig_id = 'lin-eq'  # id\nn = 1  # [>=1] n\n")
     with pytest.raises(registry.RegistryError, match=r"\[1,inf\]"):
         registry.parse_parameters(nb)
 
@@ -202,7 +189,7 @@ def test_failing_notebook_leaves_no_figure_and_names_the_cell(tmp_path, monkeypa
         "fig = plt.figure(); provenance.savefig(fig, fig_id, {}, profile=profile)\n"
         "raise RuntimeError('boom after saving')\n"
     )
-    nb = _write_notebook(tmp_path / "lin_fail.ipynb", PARAMS.replace("lin-test", "lin-fail"), body)
+    nb = write_notebook(tmp_path / "lin_fail.ipynb", PARAMS.replace("lin-test", "lin-fail"), body)
     entry = registry.FigureEntry("lin-fail", "lin", "-", "t", str(nb), "c")
     outcome = reproduce.run_job(
         reproduce.Job(entry, "quick", {"fig_id": "lin-fail", "profile": "quick"}), progress=False

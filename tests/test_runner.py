@@ -11,9 +11,9 @@ import sys
 import textwrap
 import time
 
-import nbformat
 import pytest
 from matplotlib import pyplot as plt
+from nbutil import write_notebook
 
 from ntpcore.errors import ParameterError
 from ntpcore.pipeline import paths, provenance, registry
@@ -32,20 +32,6 @@ import time
 time.sleep(SLEEP)
 provenance.savefig(plt.figure(), fig_id, {"seed": seed}, profile=profile)
 """
-
-
-def _notebook(path, sleep=0.0):
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    params = nbformat.v4.new_code_cell(PARAMS)
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(BODY.replace("SLEEP", str(sleep)))]
-    nbformat.write(nb, path)
-    return path
 
 
 @pytest.fixture
@@ -216,3 +202,7 @@ def test_a_figure_that_checks_no_claim_is_not_published(dirs):
     outcome = reproduce.run_job(job, progress=False)
     assert not outcome.ok and "evaluated no claim in the quick profile" in outcome.message
     assert not (dirs / "book-figures").exists()
+
+
+def _notebook(path, sleep=0.0):
+    return write_notebook(path, PARAMS, BODY.replace("SLEEP", str(sleep)))

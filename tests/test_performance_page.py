@@ -220,3 +220,15 @@ def test_the_targets_text_is_a_list_table_with_the_run_and_equal_accuracy():
     assert "*Equal accuracy* held" in text
     assert text.count("* - ") == 1 + len(ntpbook.performance_targets(BENCH))
     assert "PERFORMANCE.md" not in text + ntpbook.tables_text(BENCH)
+
+
+def test_the_peak_memory_of_a_solve_is_stated_when_recorded():
+    """The scale targets state memory: a run that recorded its peak resident memory shows it
+    beside the time, in the targets row and in the solver table; one that did not shows none."""
+    assert "peak" not in _find(BENCH, "nuclear-norm SVM $1000")[1]
+    with_mem = copy.deepcopy(BENCH)
+    with_mem["solvers"][5]["specialised"]["peak_rss_mb"] = 2560.0
+    assert "45 s, peak 2.5 GB" in _find(with_mem, "nuclear-norm SVM $1000")[1]
+    assert "peak 2.5 GB" in ntpbook.tables_text(with_mem)
+    with_mem["solvers"][5]["specialised"]["peak_rss_mb"] = 300.0
+    assert "peak 300 MB" in _find(with_mem, "nuclear-norm SVM $1000")[1]

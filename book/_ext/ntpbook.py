@@ -204,7 +204,15 @@ def _fmt_s(entry: dict | None) -> str:
     if med is None:
         return str(entry.get("status", "failed"))
     spread = f" [{entry['min']:.3g}, {entry['max']:.3g}]" if entry.get("repeats", 1) > 1 else ""
-    return f"{med:.3g} s{spread}"
+    return f"{med:.3g} s{spread}{_fmt_mem(entry)}"
+
+
+def _fmt_mem(entry: dict) -> str:
+    """``, peak 1.2 GB`` when the run recorded its peak resident memory, else nothing."""
+    mb = entry.get("peak_rss_mb")
+    if mb is None:
+        return ""
+    return f", peak {mb / 1024:.2g} GB" if mb >= 1024 else f", peak {mb:.0f} MB"
 
 
 def _fmt_num(x: object, fmt: str = ".1e") -> str:
@@ -337,7 +345,7 @@ def _within(data: dict, problem: str, dims: dict, limit_s: float) -> tuple[str, 
     generic = f" (cvxpy: {generic})" if generic else ""
     if sp.get("median") is not None:
         ok = sp["median"] <= limit_s and (sp.get("violation") or 0.0) <= TOL
-        return f"{_dur(sp['median'])}{generic}", "yes" if ok else "**no**"
+        return f"{_dur(sp['median'])}{_fmt_mem(sp)}{generic}", "yes" if ok else "**no**"
     limit = _timeout(sp)
     if limit is not None and limit >= limit_s:
         return f"past the {_dur(limit)} limit{generic}", "**no**"

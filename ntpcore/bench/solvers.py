@@ -36,6 +36,7 @@ import functools
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -272,7 +273,17 @@ def _child(problem: str, index: int, solver: str, repeats: int) -> dict[str, Any
         more, sol = measure(solve, repeats=repeats - 1, warmup=0)
         timing = type(timing)(timing.times + more.times)
     objective, violation = prob.check(inst, sol)
-    return {**timing.as_dict(), "objective": objective, "violation": violation, "status": "ok"}
+    # peak resident memory of this child (instance, solver and check): KiB on Linux, bytes on macOS
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (
+        1024**2 if sys.platform == "darwin" else 1024
+    )
+    return {
+        **timing.as_dict(),
+        "objective": objective,
+        "violation": violation,
+        "status": "ok",
+        "peak_rss_mb": peak_mb,
+    }
 
 
 def _run_child(problem: str, index: int, solver: str, timeout: float, repeats: int) -> dict:

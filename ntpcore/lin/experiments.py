@@ -54,6 +54,7 @@ __all__ = [
     "median_seed",
     "run_dists",
     "run_gd",
+    "run_gd_seeds",
     "run_optimizers",
     "run_phase",
     "run_phase_point",
@@ -258,6 +259,28 @@ def median_seed(seeds, values) -> int:
     return int(seeds[order[(len(order) - 1) // 2]])
 
 
+def _draws(
+    run, cfgs: list, seeds: list[int], desc: str, progress: bool, n_workers: int, scheduler
+) -> dict:
+    """Run ``run`` on one config per draw through :func:`ntpcore.pipeline.sweep.map_runs` and
+    stack what the seed spreads of Figs. 1 and 4 report (see :func:`run_toy_seeds`)."""
+    from ntpcore.pipeline.sweep import map_runs
+
+    runs = map_runs(
+        run, cfgs, n_workers=n_workers, scheduler=scheduler, desc=desc, progress=progress
+    )
+    curves = ("loss", "gap", "norm", "cos", "cos_corr", "rel_dist_F")
+    out: dict = {"seeds": np.asarray(seeds, dtype=np.int64), "steps": runs[0]["steps"]}
+    out.update({f"{key}_curves": np.stack([r[key] for r in runs]) for key in curves})
+    out.update({f"{key}_end": out[f"{key}_curves"][:, -1] for key in curves})
+    out["norm_star"] = np.array([r["norm_star"] for r in runs])
+    out["norm_mm"] = np.array([r["norm_mm"] for r in runs])
+    out["loss_monotone"] = np.array([r["monotone"] for r in runs])
+    out["cos_monotone"] = np.array([bool(np.all(np.diff(r["cos"]) >= -1e-12)) for r in runs])
+    out["median_seed"] = median_seed(seeds, out["cos_end"])
+    return out
+
+
 def run_toy_seeds(
     cfg: LinToyGDConfig,
     seeds,
@@ -270,41 +293,17 @@ def run_toy_seeds(
 
     One cached :func:`run_toy_gd` per seed (``cfg`` with its ``seed`` replaced), run through
     :func:`ntpcore.pipeline.sweep.map_runs` (in-process, ``n_workers`` local processes or a
-    ``dask.distributed`` scheduler; none of them changes what is computed).  Returns per-seed
-    arrays of :math:`\cos(W_T, W^{\mathrm{mm}})`, :math:`\cos(W_T - W^\star, W^{\mathrm{mm}})`,
-    CE - H, :math:`\|P_F W_T - W^\star\|/\|W^\star\|` at the last step T,
-    :math:`\|W^\star\|`, :math:`\|W^{\mathrm{mm}}\|` (the same for every draw: it sees only
-    the supports), whether :math:`\cos(W_k, W^{\mathrm{mm}})` is non-decreasing over the
-    record, and ``median_seed``: the draw whose final cosine is the median.
+    ``dask.distributed`` scheduler; none of them changes what is computed).  Returns, per
+    draw, the recorded curves ``<key>_curves`` (draws x records, at ``steps``) and their last
+    values ``<key>_end`` for CE, CE - H, the norm, :math:`\cos(W_k, W^{\mathrm{mm}})`,
+    :math:`\cos(W_k - W^\star, W^{\mathrm{mm}})` and
+    :math:`\|P_F W_k - W^\star\|/\|W^\star\|`; :math:`\|W^\star\|`,
+    :math:`\|W^{\mathrm{mm}}\|`, whether CE and :math:`\cos(W_k, W^{\mathrm{mm}})` are
+    monotone over the record, and ``median_seed``: the draw whose final cosine is the median.
     """
-    from ntpcore.pipeline.sweep import map_runs
-
     seeds = [int(s) for s in seeds]
-    runs = map_runs(
-        run_toy_gd,
-        [replace(cfg, seed=s) for s in seeds],
-        n_workers=n_workers,
-        scheduler=scheduler,
-        desc="toy draws",
-        progress=progress,
-    )
-
-    def last(key):
-        return np.array([r[key][-1] for r in runs], dtype=float)
-
-    out = {
-        "seeds": np.asarray(seeds, dtype=np.int64),
-        "cos_end": last("cos"),
-        "cos_corr_end": last("cos_corr"),
-        "gap_end": last("gap"),
-        "rel_dist_F_end": last("rel_dist_F"),
-        "norm_star": np.array([r["norm_star"] for r in runs]),
-        "norm_mm": np.array([r["norm_mm"] for r in runs]),
-        "loss_monotone": np.array([r["monotone"] for r in runs]),
-        "cos_monotone": np.array([bool(np.all(np.diff(r["cos"]) >= -1e-12)) for r in runs]),
-    }
-    out["median_seed"] = median_seed(seeds, out["cos_end"])
-    return out
+    cfgs = [replace(cfg, seed=s) for s in seeds]
+    return _draws(run_toy_gd, cfgs, seeds, "toy draws", progress, n_workers, scheduler)
 
 
 # ----------------------------------------------------------------------------- A.2 data
@@ -415,6 +414,22 @@ class LinGDConfig(LinProtocolConfig, LinSupportConfig):
 
 def run_gd(cfg: LinGDConfig) -> dict:
     return run_train(train_run(cfg, optimizer="gd"))
+
+
+def run_gd_seeds(
+    cfg: LinGDConfig,
+    seeds,
+    progress: bool = True,
+    *,
+    n_workers: int = 1,
+    scheduler: str | None = None,
+) -> dict:
+    r"""GD on independent draws of the A.2 data (Fig. 4): draw ``s`` uses data seed ``s`` and
+    initialisation seed ``s``.  Same outputs and executors as :func:`run_toy_seeds`; here
+    :math:`W^{\mathrm{mm}}` changes with the draw too (new embeddings and supports)."""
+    seeds = [int(s) for s in seeds]
+    cfgs = [train_run(replace(cfg, seed=s, init_seed=s), optimizer="gd") for s in seeds]
+    return _draws(run_train, cfgs, seeds, "A.2 draws", progress, n_workers, scheduler)
 
 
 @dataclass(frozen=True)

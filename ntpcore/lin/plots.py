@@ -224,13 +224,31 @@ def draw_training(
     ref: dict | None = None,
     ref_label: str = "GD",
     legend: bool = True,
+    spread: dict | None = None,
 ) -> None:
     """The four panels of Figs. 1 (right), 4 and 5 on a 2 x 2 array of axes.
 
     (a) CE(W_k) with the entropy bound H, (b) ||W_k||, (c) cos(W_k, W^mm) and the corrected
     cos(W_k - W*, W^mm), (d) ||P_F(W_k) - W*|| / ||W*||.  ``ref`` overlays a reference run.
+    ``spread`` (the output of a seed spread such as
+    :func:`ntpcore.lin.experiments.run_gd_seeds`) shades the range over the draws behind the
+    shown run in (b), (c) (the raw cosine) and (d).
     """
     a, b, c, d = axes.flat
+    if spread is not None:
+        keep = np.asarray(spread["steps"]) >= 1
+        n_draws = len(spread["seeds"])
+        for ax, key in ((b, "norm"), (c, "cos"), (d, "rel_dist_F")):
+            curves = spread[f"{key}_curves"][:, keep]
+            ax.fill_between(
+                spread["steps"][keep],
+                curves.min(axis=0),
+                curves.max(axis=0),
+                color=color,
+                alpha=0.18,
+                lw=0,
+                label=f"range over {n_draws} draws" if ax is c else None,
+            )
     if ref is not None:
         r = _from_step_one(ref)
         kw = {"color": "#999999", "lw": 1.0, "ls": ":", "label": ref_label}
@@ -241,16 +259,16 @@ def draw_training(
     res = _from_step_one(res)
     k = res["steps"]
     a.plot(k, res["loss"], color=color, label=label or "CE")
-    a.axhline(H_ent, color="black", ls="--", lw=0.8, label="entropy H")
-    a.set(xscale="log", xlabel="iteration k", ylabel=r"CE$(W_k)$")
+    a.axhline(H_ent, color="black", ls="--", lw=0.8, label=r"entropy $\mathcal{H}$")
+    a.set(xscale="log", xlabel=r"iteration $k$", ylabel=r"CE$(W_k)$")
     b.plot(k, res["norm"], color=color, label=label)
-    b.set(xscale="log", xlabel="iteration k", ylabel=r"$\|W_k\|_F$")
+    b.set(xscale="log", xlabel=r"iteration $k$", ylabel=r"$\|W_k\|_F$")
     c.plot(k, res["cos"], color=color, label=r"$\cos(W_k, W^{\rm mm})$")
     c.plot(k, res["cos_corr"], color=color, ls="--", label=r"$\cos(W_k - W^\star, W^{\rm mm})$")
     low = min(-0.05, float(np.min(res["cos"])), float(np.min(res["cos_corr"])))
     c.set(
         xscale="log",
-        xlabel="iteration k",
+        xlabel=r"iteration $k$",
         ylabel="correlation with $W^{\\rm mm}$",
         ylim=(low - (0.65 if legend else 0.0), 1.05),  # room for the legend below the data
         yticks=[0.0, 0.5, 1.0],
@@ -259,7 +277,7 @@ def draw_training(
     d.set(
         xscale="log",
         yscale="log",
-        xlabel="iteration k",
+        xlabel=r"iteration $k$",
         ylabel=r"$\|P_{\mathcal{F}}W_k - W^\star\| / \|W^\star\|$",
     )
     if legend:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -126,3 +128,15 @@ def test_toy_seeds_spread_wmm_sees_only_the_supports():
     assert res["median_seed"] in (0, 1, 2) and res["loss_monotone"].all()
     one = E.run_toy_gd(E.LinToyGDConfig(seed=1, n_steps=50, n_records=5))
     assert res["cos_end"][1] == one["cos"][-1]  # the same cached run as a single draw
+
+
+def test_gd_seeds_spread_is_the_single_runs_and_shows_the_median_draw():
+    cfg = E.LinGDConfig(n_steps=200, n_records=8)
+    res = E.run_gd_seeds(cfg, [0, 1, 2], progress=False)
+    assert res["cos_curves"].shape == (3, len(res["steps"]))
+    one = E.run_gd(replace(cfg, seed=2, init_seed=2))  # draw s: data seed s, init seed s
+    assert np.array_equal(res["rel_dist_F_curves"][2], one["rel_dist_F"])
+    assert np.ptp(res["norm_mm"]) > 0  # new embeddings and supports: W^mm moves with the draw
+    # the median draw by the final cosine, by rank
+    order = np.argsort(res["cos_end"])
+    assert res["median_seed"] == res["seeds"][order[1]]

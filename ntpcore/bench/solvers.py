@@ -230,6 +230,8 @@ PROBLEMS: dict[str, Problem] = {
         _geo_check,
         lambda s: s["V"] * s["m"],
         (
+            Size({"V": 60, "m": 150}, "agreement with SCS"),
+            Size({"V": 104, "m": 403}, "geo real-text size"),
             Size({"V": 200, "m": 1000}),
             Size({"V": 500, "m": 2500}),
             Size({"V": 1000, "m": 5000}, "target: gap 1e-6 in < 60 s"),

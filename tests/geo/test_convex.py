@@ -272,3 +272,39 @@ def test_experiments_roundtrip(tmp_path, monkeypatch) -> None:
     assert np.all(first["gap"][0] < 1e-8) and first["gap"][1].max() > 1e-6
     lmm = ex.run_support_lmm(ex.SupportLmmConfig())
     assert lmm["rank_mm"] <= lmm["n_groups"] and lmm["gap"] < 1e-7
+
+
+def test_proxy_instances_are_the_same_serially_on_processes_and_on_a_cluster(
+    tmp_path, monkeypatch
+) -> None:
+    """The random instances of the proxy sweep are independent runs of the sweep API; each
+    draws the support that a serial loop over ``SeedSequence(seed).spawn`` gives it."""
+    from ntpcore.geo.experiments import convex as ex
+
+    cfg = ex.ProxyConfig(vocab_size=6, n_contexts=8, support_sizes=(1, 2), n_trials=2, seed=3)
+    names = ("gap", "dist", "max_off", "rank_mm", "rank_proxy", "n_groups")
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
+    serial = ex.run_proxy(cfg, progress=False)
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "procs"))  # no shared cache hits
+    procs = ex.run_proxy(cfg, n_workers=2, progress=False)
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cluster"))
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        clus = ex.run_proxy(cfg, scheduler=cluster.scheduler_address, progress=False)
+    for key in names:
+        assert serial[key].shape == (2, 2)
+        np.testing.assert_array_equal(procs[key], serial[key])
+        np.testing.assert_array_equal(clus[key], serial[key])
+    seqs = np.random.SeedSequence(cfg.seed).spawn(4)
+    for a, k in enumerate(cfg.support_sizes):
+        for t in range(cfg.n_trials):
+            rng = np.random.default_rng(seqs[a * cfg.n_trials + t])
+            S = np.zeros((cfg.vocab_size, cfg.n_contexts), dtype=bool)
+            for j in range(cfg.n_contexts):
+                S[rng.choice(cfg.vocab_size, k, replace=False), j] = True
+            # a second implementation of two of the numbers: distinct supports, rank of S~
+            assert serial["n_groups"][a, t] == len({tuple(col) for col in S.T})
+            assert serial["rank_proxy"][a, t] == np.linalg.matrix_rank(g.centered_support(S))
+    assert np.all(serial["gap"][0] < 1e-8)  # one-hot: S~ = L^mm (geo-prop-proxy)

@@ -18,7 +18,8 @@ names and returns a dict of arrays and scalars (stored by
 * :func:`run_reg_path` -- the regularization path and the four statements of
   ``geo-thm-path``;
 * :func:`run_proxy` -- when the centred support :math:`\tilde S` equals :math:`L^{mm}`
-  (book: ``geo-prop-proxy``);
+  (book: ``geo-prop-proxy``); its random instances are a sweep of independent runs
+  (:func:`proxy_trial`, one cached entry each) through :func:`ntpcore.pipeline.sweep.map_runs`;
 * :func:`run_dataset_stats` -- statistics of the two datasets (book: *Datasets*);
 * :func:`support_lmm_facts`, :func:`dataset_facts` -- the numbers the notebooks' claims
   check: :math:`L^{mm}` at its solution (feasibility, dual certificate, agreement with
@@ -279,13 +280,16 @@ class ProxyConfig:
     data_seed: int = 0  # seed of the two datasets
 
 
-def _proxy_numbers(S: NDArray[np.bool_]) -> tuple[float, float, float, int, int, int]:
+_PROXY_NUMBERS = ("gap", "dist", "max_off", "rank_mm", "rank_proxy", "n_groups")
+
+
+def _proxy_numbers(S: NDArray[np.bool_]) -> dict[str, float | int]:
     sol = g.solve_nuclear_svm(S, tol=1e-10)
     St = g.centered_support(S)
     nuc_px = g.nuclear_norm(St)
     cert = g.polar_certificate(S)
     n_groups = len(np.unique(S.T, axis=0))
-    return (
+    values = (
         nuc_px / sol.objective - 1.0,
         g.direction_distance(sol.L, St),
         float(cert["max_off"]),
@@ -293,37 +297,46 @@ def _proxy_numbers(S: NDArray[np.bool_]) -> tuple[float, float, float, int, int,
         _rank(St),
         n_groups,
     )
+    return dict(zip(_PROXY_NUMBERS, values, strict=True))
+
+
+@dataclass(frozen=True)
+class ProxyTrialConfig:
+    """One random instance of the proxy sweep: a V x m support with ``support_size`` words
+    per context, drawn from the generator ``SeedSequence(seed).spawn(...)[index]`` (the
+    stream a serial loop over the trials would give it)."""
+
+    seed: int
+    index: int
+    vocab_size: int
+    n_contexts: int
+    support_size: int
 
 
 @cached
-def run_proxy(cfg: ProxyConfig) -> dict[str, object]:
-    r"""Nuclear-norm gap :math:`\|\tilde S\|_*/\|L^{mm}\|_*-1`, direction distance, and the
-    polar-factor certificate (largest off-support entry of :math:`G_0`) per instance.
+def proxy_trial(cfg: ProxyTrialConfig) -> dict[str, float | int]:
+    """The numbers of one random instance (an independent run of the sweep)."""
+    rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(cfg.index,)))
+    S = np.zeros((cfg.vocab_size, cfg.n_contexts), dtype=bool)
+    for j in range(cfg.n_contexts):
+        S[rng.choice(cfg.vocab_size, cfg.support_size, replace=False), j] = True
+    return _proxy_numbers(S)
 
-    Arrays of shape (len(support_sizes), n_trials): ``gap``, ``dist``, ``max_off``,
-    ``rank_mm``, ``rank_proxy``, ``n_groups``; scalars ``<name>_<dataset>`` for the two
-    datasets; ``G`` / ``G0`` (V, m): optimal and polar certificates of the synthetic set.
-    """
-    V, m = cfg.vocab_size, cfg.n_contexts
-    ks = np.array(cfg.support_sizes, dtype=np.int64)
-    if ks.min() < 1 or ks.max() >= V:
-        raise DataError(f"support sizes must lie in [1, V-1] = [1, {V - 1}]")
-    names = ("gap", "dist", "max_off", "rank_mm", "rank_proxy", "n_groups")
-    out = {n: np.zeros((ks.size, cfg.n_trials)) for n in names}
-    seqs = np.random.SeedSequence(cfg.seed).spawn(ks.size * cfg.n_trials)
-    for a, k in enumerate(ks):
-        for t in range(cfg.n_trials):
-            rng = np.random.default_rng(seqs[a * cfg.n_trials + t])
-            S = np.zeros((V, m), dtype=bool)
-            for j in range(m):
-                S[rng.choice(V, int(k), replace=False), j] = True
-            for n, val in zip(names, _proxy_numbers(S), strict=True):
-                out[n][a, t] = val
-    res: dict[str, object] = {"support_sizes": ks, **out}
+
+@dataclass(frozen=True)
+class ProxyDatasetsConfig:
+    """The two datasets of the proxy figure (synthetic and real text)."""
+
+    data_seed: int = 0  # seed of the two datasets
+
+
+@cached
+def proxy_datasets(cfg: ProxyDatasetsConfig) -> dict[str, object]:
+    """The proxy numbers of the two datasets and the certificates of the synthetic set."""
+    res: dict[str, object] = {}
     for name in DATASETS:
         ds = load_dataset(DataConfig(name, cfg.data_seed))
-        for n, val in zip(names, _proxy_numbers(ds.S), strict=True):
-            res[f"{n}_{name}"] = val
+        res.update({f"{n}_{name}": val for n, val in _proxy_numbers(ds.S).items()})
         res[f"mean_k_{name}"] = float(ds.support_sizes.mean())
     ds = load_dataset(DataConfig("synthetic", cfg.data_seed))
     sol = g.solve_nuclear_svm(ds.S, tol=1e-10)
@@ -333,6 +346,54 @@ def run_proxy(cfg: ProxyConfig) -> dict[str, object]:
     res["G"] = sol.G
     res["G0"] = U[:, :r] @ Vt[:r]
     res["S_synthetic"] = ds.S.astype(np.float64)
+    return res
+
+
+def run_proxy(
+    cfg: ProxyConfig,
+    *,
+    n_workers: int = 1,
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> dict[str, object]:
+    r"""Nuclear-norm gap :math:`\|\tilde S\|_*/\|L^{mm}\|_*-1`, direction distance, and the
+    polar-factor certificate (largest off-support entry of :math:`G_0`) per instance.
+
+    Arrays of shape (len(support_sizes), n_trials): ``gap``, ``dist``, ``max_off``,
+    ``rank_mm``, ``rank_proxy``, ``n_groups``; scalars ``<name>_<dataset>`` for the two
+    datasets; ``G`` / ``G0`` (V, m): optimal and polar certificates of the synthetic set.
+
+    The random instances are independent runs (per-instance cached by :func:`proxy_trial`;
+    trial ``t`` of the ``a``-th size uses ``SeedSequence(seed).spawn(...)[a * n_trials + t]``):
+    they go through :func:`ntpcore.pipeline.sweep.map_runs`, in-process by default, on
+    ``n_workers`` local processes or on a ``dask.distributed`` scheduler.  How they run does
+    not change what they compute, so neither is part of ``cfg`` or of any cache key.  The two
+    datasets are solved in-process (:func:`proxy_datasets`, cached).
+    """
+    from ntpcore.pipeline.sweep import map_runs
+
+    V, m = cfg.vocab_size, cfg.n_contexts
+    ks = np.array(cfg.support_sizes, dtype=np.int64)
+    if ks.min() < 1 or ks.max() >= V:
+        raise DataError(f"support sizes must lie in [1, V-1] = [1, {V - 1}]")
+    trials = [
+        ProxyTrialConfig(cfg.seed, a * cfg.n_trials + t, V, m, int(k))
+        for a, k in enumerate(ks)
+        for t in range(cfg.n_trials)
+    ]
+    results = map_runs(
+        proxy_trial,
+        trials,
+        n_workers=n_workers,
+        scheduler=scheduler,
+        desc="proxy instances",
+        progress=progress,
+    )
+    shape = (ks.size, cfg.n_trials)
+    res: dict[str, object] = {"support_sizes": ks}
+    for n in _PROXY_NUMBERS:
+        res[n] = np.array([r[n] for r in results], dtype=np.float64).reshape(shape)
+    res.update(proxy_datasets(ProxyDatasetsConfig(cfg.data_seed)))
     return res
 
 

@@ -117,3 +117,36 @@ def test_scale_experiment_small(tmp_path, monkeypatch: pytest.MonkeyPatch) -> No
         sc.scale_dataset(cfg, 10**6)
     with pytest.raises(DataError, match="m_values"):
         sc.ScaleConfig(m_values=(5, 3))
+
+
+def test_scale_ladder_is_the_same_serially_and_on_a_cluster(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rungs of the ladder are independent runs of the sweep API: a ``dask.distributed``
+    cluster returns the serial ladder exactly, and each rung is the one computed alone."""
+    cfg = sc.ScaleConfig(
+        vocab_size=40,
+        m_values=(8, 16),
+        d=8,
+        n_epochs=12,
+        lr=1e-2,
+        lr_milestones=(6,),
+        n_records=4,
+        svm_tol=1e-6,
+    )
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
+    serial = sc.run_scale(cfg, progress=False)
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cluster"))  # no shared cache hits
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        clus = sc.run_scale(cfg, scheduler=cluster.scheduler_address, progress=False)
+    timings = {"svm_seconds", "train_seconds"}
+    assert set(clus) == set(serial)
+    for key in set(serial) - timings:
+        np.testing.assert_array_equal(clus[key], serial[key], err_msg=key)
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "alone"))
+    alone = sc.ladder_point(sc.LadderPoint(cfg, 16))  # the last rung computed on its own
+    np.testing.assert_array_equal(alone["ufm"]["ce_minus_H"], serial["ce_minus_H"][1])
+    assert alone["svm"]["m"] == 16 and np.all(serial["gap"] <= 1e-6)

@@ -35,7 +35,8 @@ at log-spaced epochs [geo, Sec. 3, Fig. 2]:
   row-normalised factors ``A``, ``B``).
 
 Everything expensive is cached (:func:`ntpcore.pipeline.cache.cached`) under the
-configuration and a fingerprint of the data; :func:`run_scale` gathers all ``m``.
+configuration and a fingerprint of the data; :func:`run_scale` gathers all ``m``, one
+independent run per ``m`` through :func:`ntpcore.pipeline.sweep.map_runs`.
 """
 
 from __future__ import annotations
@@ -282,15 +283,53 @@ def _ufm_point(key: _UfmKey) -> dict[str, Any]:
     return result
 
 
-def run_scale(cfg: ScaleConfig) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LadderPoint:
+    """One rung of the ladder: the figure's configuration and one ``m`` of ``m_values``."""
+
+    cfg: ScaleConfig
+    m: int
+
+
+def ladder_point(point: LadderPoint) -> dict[str, dict[str, Any]]:
+    """``{"svm": svm_point, "ufm": ufm_point}`` of one ``m``: an independent run of the ladder.
+
+    Both halves are cached (under keys that hold the data fingerprint), so an interrupted
+    ladder resumes where it stopped; this wrapper itself stores nothing.
+    """
+    return {"svm": svm_point(point.cfg, point.m), "ufm": ufm_point(point.cfg, point.m)}
+
+
+def run_scale(
+    cfg: ScaleConfig,
+    *,
+    n_workers: int = 1,
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Every ``m`` of the ladder: SVM numbers, UFM curves and sizes, stacked over ``m``.
 
     Scalars per ``m`` become arrays of length ``len(m_values)``; spectra are padded with NaN
     to the longest; curves have shape ``(len(m_values), records)``.  Also the sizes of the
     whole corpus and of the full qualifying set.
+
+    The rungs are independent runs (:func:`ladder_point`): they go through
+    :func:`ntpcore.pipeline.sweep.map_runs`, in-process by default, on ``n_workers`` local
+    processes or on a ``dask.distributed`` scheduler.  How they run does not change what
+    they compute, so neither is part of ``cfg`` or of any cache key.
     """
-    svm = [svm_point(cfg, m) for m in cfg.m_values]
-    ufm = [ufm_point(cfg, m) for m in cfg.m_values]
+    from ntpcore.pipeline.sweep import map_runs
+
+    points = map_runs(
+        ladder_point,
+        [LadderPoint(cfg, m) for m in cfg.m_values],
+        n_workers=n_workers,
+        scheduler=scheduler,
+        desc="m ladder",
+        progress=progress,
+    )
+    svm = [p["svm"] for p in points]
+    ufm = [p["ufm"] for p in points]
     out: dict[str, Any] = {"m_values": np.array(cfg.m_values)}
     for k in (
         "nuc_mm",

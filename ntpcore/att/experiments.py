@@ -3,11 +3,14 @@ r"""Cached experiments of the self-attention paper (key ``att``), one function p
 Every function takes one frozen ``*Config`` whose fields are the notebook's parameter names and
 returns a dict of arrays and scalars (cached by :func:`ntpcore.pipeline.cache.cached`).
 
-Speed: all trials of an experiment run as **one batched numpy program** (trials on a leading
+Speed: the trials of a descent run as **one batched numpy program** (trials on a leading
 axis; the W run and the reduced W^fin run side by side) with the closed-form gradients of
 :mod:`ntpcore.att.dynamics`; the Graph-SVM uses the exact active-set solver of
 :mod:`ntpcore.att.svm` and W^fin a Newton solve.  ``*.__wrapped__(cfg)`` runs uncached
-(benchmarks).
+(benchmarks).  Trials that are separate solves (the regularization path, the cvxpy checks
+of :func:`global_theory`, the SCC statistics) are a sweep instead: one cached run per trial
+or cell through :func:`ntpcore.pipeline.sweep.map_runs`, which takes ``n_workers`` /
+``scheduler`` and returns the same numbers however they run.
 
 Randomness: trial ``r`` draws its data, embeddings and initialisation from
 ``default_rng(SeedSequence(seed).spawn(n_trials)[r])``.  Draws rejected by the graph condition
@@ -54,23 +57,28 @@ __all__ = [
     "AttRegPathConfig",
     "AttSCCStatsConfig",
     "FeasibleTrial",
+    "GlobalTheoryTrialConfig",
     "GlobalTrial",
     "PLAYGROUND_DATASETS",
+    "RegPathTrialConfig",
     "descend_global",
     "describe_playground",
     "draw_global_trial",
     "global_theory",
+    "global_theory_trial",
     "measure_global",
     "model_output_batch",
     "parse_sequence",
     "playground_answer",
     "playground_state",
+    "reg_path_trial",
     "run_conceptual",
     "run_global",
     "run_local",
     "run_reg_path",
     "run_scc_stats",
     "sample_feasible_trial",
+    "trial_rng",
     "trial_rngs",
 ]
 
@@ -78,6 +86,13 @@ __all__ = [
 def trial_rngs(seed: int, n_trials: int) -> list[np.random.Generator]:
     """Independent generators of the trials: ``SeedSequence(seed).spawn(n_trials)``."""
     return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n_trials)]
+
+
+def trial_rng(seed: int, index: int) -> np.random.Generator:
+    """The generator of trial ``index`` alone: ``trial_rngs(seed, n)[index]`` for any
+    ``n > index`` (``SeedSequence(seed).spawn`` gives child ``i`` the spawn key ``(i,)``), so a
+    trial run on its own draws what it draws in a serial loop."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
 
 
 @dataclass(frozen=True)
@@ -287,6 +302,10 @@ def run_global(cfg: AttGlobalConfig) -> dict:
     ``attn_label`` = mean attention mass on the label's SCC; ``loss`` and ``loss_gap`` = L - L*;
     ``W_norm``; ``perp_drift`` = ||Π_S⊥ W(τ) - Π_S⊥ W(0)||.
     NGD records every step, GD ~200 log-spaced steps.
+
+    The trials are not a sweep of :func:`ntpcore.pipeline.sweep.map_runs`: they are one
+    batched numpy program (:func:`descend_global`, trials on a leading axis), in which each
+    step of all trials costs about what one trial's step costs alone.
     """
     if cfg.optimizer not in ("ngd", "gd"):
         raise DataError(f"optimizer must be 'ngd' or 'gd', got {cfg.optimizer!r}")
@@ -303,16 +322,49 @@ def run_global(cfg: AttGlobalConfig) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class GlobalTheoryTrialConfig:
+    """One trial of :func:`global_theory`: trial ``index`` of the global experiment ``cfg``."""
+
+    cfg: AttGlobalConfig
+    index: int
+
+
 @cached
-def global_theory(cfg: AttGlobalConfig) -> dict:
+def global_theory_trial(trial: GlobalTheoryTrialConfig) -> dict:
+    """:func:`ntpcore.att.verify.theory_report` of one trial (an independent run)."""
+    t = draw_global_trial(trial_rng(trial.cfg.seed, trial.index), trial.cfg)
+    return theory_report(t.E, t.tokens, t.labels, t.W_svm, t.W_fin)
+
+
+def global_theory(
+    cfg: AttGlobalConfig,
+    *,
+    n_workers: int = 1,
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> dict:
     """The paper's definitions checked on the trials of :func:`run_global` (same draws):
     :func:`ntpcore.att.verify.theory_report` of every trial, as arrays ``(n_trials,)`` under
     the same keys (SCC decomposition, Graph-SVM constraints over every TPG edge and the cvxpy
-    reference, stationarity/uniqueness of W^fin and its cvxpy reference)."""
-    reports = [
-        theory_report(t.E, t.tokens, t.labels, t.W_svm, t.W_fin)
-        for t in (draw_global_trial(rng, cfg) for rng in trial_rngs(cfg.seed, cfg.n_trials))
-    ]
+    reference, stationarity/uniqueness of W^fin and its cvxpy reference).
+
+    The trials are independent runs (per-trial cached by :func:`global_theory_trial`; the
+    cvxpy references are separate solves, not one batch): they go through
+    :func:`ntpcore.pipeline.sweep.map_runs`, in-process by default, on ``n_workers`` local
+    processes or on a ``dask.distributed`` scheduler.  How they run does not change what
+    they compute, so neither is part of ``cfg`` or of any cache key.
+    """
+    from ntpcore.pipeline.sweep import map_runs
+
+    reports = map_runs(
+        global_theory_trial,
+        [GlobalTheoryTrialConfig(cfg, r) for r in range(cfg.n_trials)],
+        n_workers=n_workers,
+        scheduler=scheduler,
+        desc="theory checks",
+        progress=progress,
+    )
     return {key: np.array([r[key] for r in reports]) for key in reports[0]}
 
 
@@ -357,6 +409,10 @@ def run_local(cfg: AttLocalConfig) -> dict:
     in the local TPG; label = true label).  Arrays are ``(n_losses, n_trials, S)``;
     ``dim_S_fin_local`` ``(n_losses, n_trials)`` is the dimension of the local cyclic subspace
     (0 when every sequence selects a single token: the local norm difference is then 0).
+
+    The trials are not a sweep of :func:`ntpcore.pipeline.sweep.map_runs`: each pass is one
+    batched numpy program over every (loss, trial), in which a step of all runs costs about
+    what one run's step costs alone.
     """
     for lo in cfg.losses:
         if lo not in ("ce", "squared"):
@@ -483,32 +539,73 @@ class AttRegPathConfig:
     )  # R grid (<= 30: beyond, the solver stalls)
 
 
+@dataclass(frozen=True)
+class RegPathTrialConfig:
+    """One trial of the regularization path: trial ``index`` of the experiment ``cfg``."""
+
+    cfg: AttRegPathConfig
+    index: int
+
+
 @cached
-def run_reg_path(cfg: AttRegPathConfig) -> dict:
-    """cos(W_R, W^svm), ||Π_Sfin W_R - W^fin|| and ||W_R|| along R (cvxpy + Clarabel)."""
-    t0 = time.perf_counter()
-    n, T, K, d = cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim
-    radii = np.asarray(cfg.radii, float)
-    c, f, nrm = (np.zeros((cfg.n_trials, len(radii))) for _ in range(3))
-    n_rej = n_inf = 0
-    for r, rng in enumerate(trial_rngs(cfg.seed, cfg.n_trials)):
-        ft = sample_feasible_trial(rng, n, T, K, d, "cyclic")
-        data, graphs, W_svm = ft.data, ft.graphs, ft.W_svm
-        n_rej += data.n_rejected
-        n_inf += ft.n_infeasible
-        W_fin = finite_component(data.E, data.tokens, data.labels, graphs=graphs)
-        B_fin = subspaces(data.E, data.tokens, data.labels, graphs=graphs).S_fin
-        WR = regularization_path(data.E, data.tokens, data.labels, radii)
-        c[r] = cos(WR, W_svm)
-        f[r] = np.linalg.norm(project_onto_spans(WR[:, None], [B_fin])[:, 0] - W_fin, axis=(-2, -1))
-        nrm[r] = np.linalg.norm(WR, axis=(-2, -1))
+def reg_path_trial(trial: RegPathTrialConfig) -> dict:
+    """The path of one cyclic dataset (an independent run): cos(W_R, W^svm),
+    ||Π_Sfin W_R - W^fin|| and ||W_R|| along the radii, and the rejected / infeasible draws."""
+    cfg = trial.cfg
+    ft = sample_feasible_trial(
+        trial_rng(cfg.seed, trial.index),
+        cfg.n_samples,
+        cfg.seq_len,
+        cfg.vocab_size,
+        cfg.dim,
+        "cyclic",
+    )
+    data, graphs, W_svm = ft.data, ft.graphs, ft.W_svm
+    W_fin = finite_component(data.E, data.tokens, data.labels, graphs=graphs)
+    B_fin = subspaces(data.E, data.tokens, data.labels, graphs=graphs).S_fin
+    WR = regularization_path(data.E, data.tokens, data.labels, np.asarray(cfg.radii, float))
     return {
-        "radii": radii,
-        "corr_svm": c,
-        "fin_err": f,
-        "W_norm": nrm,
-        "n_rejected": int(n_rej),
-        "n_infeasible": int(n_inf),
+        "corr_svm": cos(WR, W_svm),
+        "fin_err": np.linalg.norm(
+            project_onto_spans(WR[:, None], [B_fin])[:, 0] - W_fin, axis=(-2, -1)
+        ),
+        "W_norm": np.linalg.norm(WR, axis=(-2, -1)),
+        "n_rejected": int(data.n_rejected),
+        "n_infeasible": int(ft.n_infeasible),
+    }
+
+
+def run_reg_path(
+    cfg: AttRegPathConfig,
+    *,
+    n_workers: int = 1,
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> dict:
+    """cos(W_R, W^svm), ||Π_Sfin W_R - W^fin|| and ||W_R|| along R (cvxpy + Clarabel).
+
+    The trials are independent runs (per-trial cached by :func:`reg_path_trial`; each path is
+    a sequence of conic solves, not one batch): they go through
+    :func:`ntpcore.pipeline.sweep.map_runs`, in-process by default, on ``n_workers`` local
+    processes or on a ``dask.distributed`` scheduler.  How they run does not change what
+    they compute, so neither is part of ``cfg`` or of any cache key.
+    """
+    from ntpcore.pipeline.sweep import map_runs
+
+    t0 = time.perf_counter()
+    results = map_runs(
+        reg_path_trial,
+        [RegPathTrialConfig(cfg, r) for r in range(cfg.n_trials)],
+        n_workers=n_workers,
+        scheduler=scheduler,
+        desc="regularization paths",
+        progress=progress,
+    )
+    return {
+        "radii": np.asarray(cfg.radii, float),
+        **{k: np.stack([r[k] for r in results]) for k in ("corr_svm", "fin_err", "W_norm")},
+        "n_rejected": int(sum(r["n_rejected"] for r in results)),
+        "n_infeasible": int(sum(r["n_infeasible"] for r in results)),
         "compute_seconds": float(time.perf_counter() - t0),
     }
 
@@ -546,7 +643,7 @@ class SCCCellConfig:
 @cached
 def scc_cell(cell: SCCCellConfig) -> dict:
     """The statistics of one cell, one value per trial: an independent run of the sweep."""
-    rng = np.random.default_rng(np.random.SeedSequence(cell.seed, spawn_key=(cell.index,)))
+    rng = trial_rng(cell.seed, cell.index)
     K, T, n = cell.vocab_size, cell.seq_len, cell.n_samples
     out = {k: np.zeros(cell.n_trials) for k in _SCC_STATS}
     for r in range(cell.n_trials):
@@ -627,7 +724,12 @@ class AttConceptualConfig:
 @cached
 def run_conceptual(cfg: AttConceptualConfig) -> dict:
     """W^svm, W^fin, SCCs and levels of the toy; the automaton on two test inputs next to
-    models trained from ``n_inits`` random initialisations (one batch)."""
+    models trained from ``n_inits`` random initialisations (one batch).
+
+    The initialisations are not a sweep of :func:`ntpcore.pipeline.sweep.map_runs`: they
+    train as one batched numpy program, in which a step of all models costs about what one
+    model's step costs alone.
+    """
     data = toy_dataset(cfg.toy)
     out = _automaton_state(
         data, cfg.test_sequence, cfg.n_steps, cfg.step_size, cfg.seed, n_inits=cfg.n_inits

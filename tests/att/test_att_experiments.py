@@ -144,3 +144,65 @@ def test_scc_statistics_are_the_same_serially_on_processes_and_on_a_cluster(tmp_
         assert serial[key].shape == (2, 2, 3)
         np.testing.assert_array_equal(procs[key], serial[key])
         np.testing.assert_array_equal(clus[key], serial[key])
+
+
+def test_trial_rng_is_the_serial_loops_generator():
+    """A trial run on its own draws exactly what it draws in a loop over all trials."""
+    loop = att.trial_rngs(7, 5)
+    for r in (0, 3, 4):
+        np.testing.assert_array_equal(att.trial_rng(7, r).random(6), loop[r].random(6))
+
+
+@pytest.fixture(scope="module")
+def local_cluster():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
+def test_reg_path_trials_are_the_same_serially_and_on_a_cluster(
+    tmp_path, monkeypatch, local_cluster
+):
+    """The trials of the regularization path are independent runs of the sweep API; the
+    serial sweep is the old loop over ``trial_rngs`` (same draws, same paths)."""
+    cfg = att.AttRegPathConfig(n_trials=2, radii=(1.0, 3.0))
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
+    serial = att.run_reg_path(cfg, progress=False)
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cluster"))  # no shared cache hits
+    clus = att.run_reg_path(cfg, scheduler=local_cluster, progress=False)
+    for key in ("corr_svm", "fin_err", "W_norm"):
+        assert serial[key].shape == (2, 2)
+        np.testing.assert_array_equal(clus[key], serial[key])
+    assert (clus["n_rejected"], clus["n_infeasible"]) == (
+        serial["n_rejected"],
+        serial["n_infeasible"],
+    )
+    from ntpcore.att.regpath import regularization_path
+
+    for r, rng in enumerate(att.trial_rngs(cfg.seed, cfg.n_trials)):
+        ft = att.sample_feasible_trial(
+            rng, cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim, "cyclic"
+        )
+        WR = regularization_path(ft.data.E, ft.data.tokens, ft.data.labels, np.array(cfg.radii))
+        np.testing.assert_array_equal(np.linalg.norm(WR, axis=(-2, -1)), serial["W_norm"][r])
+    # the path's norm is the radius where the constraint is active: ||W_R|| <= R
+    assert np.all(serial["W_norm"] <= np.array(cfg.radii) * (1 + 1e-6))
+
+
+def test_theory_checks_are_the_same_serially_and_on_a_cluster(tmp_path, monkeypatch, local_cluster):
+    """The per-trial theory checks of the global experiment are independent runs of the sweep
+    API, on the very draws of the batched :func:`run_global`."""
+    cfg = att.AttGlobalConfig(n_trials=3, n_steps=10)
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
+    serial = att.global_theory(cfg, progress=False)
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cluster"))
+    clus = att.global_theory(cfg, scheduler=local_cluster, progress=False)
+    assert set(clus) == set(serial)
+    for key in serial:
+        assert serial[key].shape == (3,)
+        np.testing.assert_array_equal(clus[key], serial[key])
+    glob = att.run_global.__wrapped__(cfg)
+    np.testing.assert_array_equal(serial["fin_dim_S_fin"], glob["dim_S_fin"])
+    assert serial["scc_partition_ok"].all()

@@ -65,6 +65,7 @@ __all__ = [
     "run_toy_seeds",
     "run_train",
     "solution_facts",
+    "sparsity_point",
     "synthetic_data",
     "synthetic_facts",
     "train_run",
@@ -735,31 +736,52 @@ class LinSparsityConfig(LinProtocolConfig, LinDataConfig):
     n_steps: int = 100_000
 
 
-def run_sparsity(cfg: LinSparsityConfig) -> dict:
-    """GD for every support size S (each run cached); W^mm norm, dim F, frozen P_perp."""
+def sparsity_point(run: LinTrainRunConfig) -> dict:
+    r"""GD at one support size (an independent run of the sweep): :func:`run_train`, or
+    :func:`_run_full_support` when the supports are full (no :math:`W^{\mathrm{mm}}`); both
+    cached, so an interrupted sweep resumes."""
+    return run_train(run) if run.support_size < run.vocab_size else _run_full_support(run)
+
+
+def run_sparsity(
+    cfg: LinSparsityConfig,
+    progress: bool = True,
+    *,
+    n_workers: int = 1,
+    scheduler: str | None = None,
+) -> dict:
+    """GD for every support size S (each run cached); W^mm norm, dim F, frozen P_perp.
+
+    The support sizes are independent runs (:func:`sparsity_point`): they go through
+    :func:`ntpcore.pipeline.sweep.map_runs`, in-process by default, on ``n_workers`` local
+    processes or on a ``dask.distributed`` scheduler.  How they run does not change what
+    they compute, so neither is part of ``cfg`` or of any cache key.
+    """
+    from ntpcore.pipeline.sweep import map_runs
+
     t0 = time.perf_counter()
-    out: dict = {"support_sizes": np.asarray(cfg.support_sizes)}
-    rows = {"norm": [], "gap": [], "norm_perp": [], "rel_dist_F": [], "cos": []}
-    norm_mm, dim_F, norm_star = [], [], []
-    for S in cfg.support_sizes:
-        run = train_run(cfg, support_size=int(S), optimizer="gd")
-        if S < cfg.vocab_size:
-            r = run_train(run)
-            norm_mm.append(r["norm_mm"])
-        else:
-            r = _run_full_support(run)
-            norm_mm.append(np.nan)
-        for k in rows:
-            rows[k].append(r[k])
-        dim_F.append(r["dim_F"])
-        norm_star.append(r["norm_star"])
-        out["steps"] = r["steps"]
-    out.update({k: np.stack(v) for k, v in rows.items()})
+    runs = [train_run(cfg, support_size=int(S), optimizer="gd") for S in cfg.support_sizes]
+    results = map_runs(
+        sparsity_point,
+        runs,
+        n_workers=n_workers,
+        scheduler=scheduler,
+        desc="support sizes",
+        progress=progress,
+    )
+    out: dict = {"support_sizes": np.asarray(cfg.support_sizes), "steps": results[-1]["steps"]}
+    for k in ("norm", "gap", "norm_perp", "rel_dist_F", "cos"):
+        out[k] = np.stack([r[k] for r in results])
     out.update(
         {
-            "norm_mm": np.asarray(norm_mm),
-            "dim_F": np.asarray(dim_F),
-            "norm_star": np.asarray(norm_star),
+            "norm_mm": np.array(
+                [
+                    r["norm_mm"] if run.support_size < cfg.vocab_size else np.nan
+                    for run, r in zip(runs, results, strict=True)
+                ]
+            ),
+            "dim_F": np.asarray([r["dim_F"] for r in results]),
+            "norm_star": np.asarray([r["norm_star"] for r in results]),
             "compute_seconds": time.perf_counter() - t0,
         }
     )

@@ -232,3 +232,24 @@ def test_the_peak_memory_of_a_solve_is_stated_when_recorded():
     assert "peak 2.5 GB" in ntpbook.tables_text(with_mem)
     with_mem["solvers"][5]["specialised"]["peak_rss_mb"] = 300.0
     assert "peak 300 MB" in _find(with_mem, "nuclear-norm SVM $1000")[1]
+
+
+def test_agreement_with_scs_is_judged_at_every_size_scs_finished():
+    """The scale solver must agree with SCS (relative objective within 1e-6) wherever SCS
+    finished; sizes where SCS did not finish are counted, not judged."""
+    data = copy.deepcopy(BENCH)
+    small = _row(
+        "nuclear-svm-scale",
+        {"V": 60, "m": 150},
+        9000,
+        {**_timing(0.05), "objective": 94.600070},
+        NOT_RUN,
+        {**_timing(7.0), "objective": 94.600017},
+    )
+    data["solvers"].insert(5, small)
+    row = _find(data, "nuclear-norm SVM at vocabulary scale")
+    assert row[2] == "yes" and "V=60, m=150: 5.6e-07" in row[1]
+    assert "(2 larger sizes: SCS did not finish)" in row[1]
+    data["solvers"][5]["SCS"]["objective"] = 94.59  # 1.1e-4 apart: not equal accuracy
+    assert _find(data, "nuclear-norm SVM at vocabulary scale")[2] == "**no**"
+    assert _find(BENCH, "nuclear-norm SVM at vocabulary scale")[1].startswith("not measured")

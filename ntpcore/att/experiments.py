@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -57,10 +58,9 @@ __all__ = [
     "AttRegPathConfig",
     "AttSCCStatsConfig",
     "FeasibleTrial",
-    "GlobalTheoryTrialConfig",
     "GlobalTrial",
     "PLAYGROUND_DATASETS",
-    "RegPathTrialConfig",
+    "Trial",
     "descend_global",
     "describe_playground",
     "draw_global_trial",
@@ -93,6 +93,28 @@ def trial_rng(seed: int, index: int) -> np.random.Generator:
     ``n > index`` (``SeedSequence(seed).spawn`` gives child ``i`` the spawn key ``(i,)``), so a
     trial run on its own draws what it draws in a serial loop."""
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
+
+
+@dataclass(frozen=True)
+class Trial:
+    """Trial ``index`` of the experiment ``cfg``: one point of a per-trial sweep."""
+
+    cfg: Any  # the experiment's frozen config (with ``seed`` and ``n_trials``)
+    index: int
+
+
+def _trial_sweep(
+    run_one, cfg, desc: str, n_workers: int, scheduler: str | None, progress: bool
+) -> list[dict]:
+    """``run_one(Trial(cfg, r))`` for every trial ``r`` of ``cfg``, in order, through
+    :func:`ntpcore.pipeline.sweep.map_runs` (in-process, ``n_workers`` local processes or a
+    ``dask.distributed`` scheduler; none of them changes what is computed)."""
+    from ntpcore.pipeline.sweep import map_runs
+
+    trials = [Trial(cfg, r) for r in range(cfg.n_trials)]
+    return map_runs(
+        run_one, trials, n_workers=n_workers, scheduler=scheduler, desc=desc, progress=progress
+    )
 
 
 @dataclass(frozen=True)
@@ -322,16 +344,8 @@ def run_global(cfg: AttGlobalConfig) -> dict:
     }
 
 
-@dataclass(frozen=True)
-class GlobalTheoryTrialConfig:
-    """One trial of :func:`global_theory`: trial ``index`` of the global experiment ``cfg``."""
-
-    cfg: AttGlobalConfig
-    index: int
-
-
 @cached
-def global_theory_trial(trial: GlobalTheoryTrialConfig) -> dict:
+def global_theory_trial(trial: Trial) -> dict:
     """:func:`ntpcore.att.verify.theory_report` of one trial (an independent run)."""
     t = draw_global_trial(trial_rng(trial.cfg.seed, trial.index), trial.cfg)
     return theory_report(t.E, t.tokens, t.labels, t.W_svm, t.W_fin)
@@ -355,15 +369,8 @@ def global_theory(
     processes or on a ``dask.distributed`` scheduler.  How they run does not change what
     they compute, so neither is part of ``cfg`` or of any cache key.
     """
-    from ntpcore.pipeline.sweep import map_runs
-
-    reports = map_runs(
-        global_theory_trial,
-        [GlobalTheoryTrialConfig(cfg, r) for r in range(cfg.n_trials)],
-        n_workers=n_workers,
-        scheduler=scheduler,
-        desc="theory checks",
-        progress=progress,
+    reports = _trial_sweep(
+        global_theory_trial, cfg, "theory checks", n_workers, scheduler, progress
     )
     return {key: np.array([r[key] for r in reports]) for key in reports[0]}
 
@@ -539,16 +546,8 @@ class AttRegPathConfig:
     )  # R grid (<= 30: beyond, the solver stalls)
 
 
-@dataclass(frozen=True)
-class RegPathTrialConfig:
-    """One trial of the regularization path: trial ``index`` of the experiment ``cfg``."""
-
-    cfg: AttRegPathConfig
-    index: int
-
-
 @cached
-def reg_path_trial(trial: RegPathTrialConfig) -> dict:
+def reg_path_trial(trial: Trial) -> dict:
     """The path of one cyclic dataset (an independent run): cos(W_R, W^svm),
     ||Π_Sfin W_R - W^fin|| and ||W_R|| along the radii, and the rejected / infeasible draws."""
     cfg = trial.cfg
@@ -590,16 +589,9 @@ def run_reg_path(
     processes or on a ``dask.distributed`` scheduler.  How they run does not change what
     they compute, so neither is part of ``cfg`` or of any cache key.
     """
-    from ntpcore.pipeline.sweep import map_runs
-
     t0 = time.perf_counter()
-    results = map_runs(
-        reg_path_trial,
-        [RegPathTrialConfig(cfg, r) for r in range(cfg.n_trials)],
-        n_workers=n_workers,
-        scheduler=scheduler,
-        desc="regularization paths",
-        progress=progress,
+    results = _trial_sweep(
+        reg_path_trial, cfg, "regularization paths", n_workers, scheduler, progress
     )
     return {
         "radii": np.asarray(cfg.radii, float),

@@ -56,6 +56,7 @@ __all__ = [
     "run_gd",
     "run_gd_seeds",
     "run_optimizers",
+    "run_optimizers_seeds",
     "run_phase",
     "run_phase_point",
     "run_reg_path",
@@ -452,6 +453,32 @@ def run_optimizers(cfg: LinOptimizersConfig) -> dict[str, dict]:
         "ngd": run_train(train_run(cfg, optimizer="ngd", step_size=cfg.ngd_step_size)),
         "adam": run_train(train_run(cfg, optimizer="adam", step_size=cfg.adam_step_size)),
     }
+
+
+def run_optimizers_seeds(
+    cfg: LinOptimizersConfig,
+    seeds,
+    progress: bool = True,
+    *,
+    n_workers: int = 1,
+    scheduler: str | None = None,
+) -> dict[str, dict]:
+    """:func:`run_optimizers` on independent draws of the A.2 data (Fig. 5): for each of
+    ``'gd'``, ``'ngd'``, ``'adam'`` the spread of :func:`run_gd_seeds` (draw ``s``: data
+    seed ``s``, initialisation seed ``s``).  The GD runs are those of Fig. 4 when the
+    settings agree, so the two figures can show the same draw."""
+    seeds = [int(s) for s in seeds]
+    steps = {"gd": cfg.gd_step_size, "ngd": cfg.ngd_step_size, "adam": cfg.adam_step_size}
+    out = {}
+    for opt, eta in steps.items():
+        cfgs = [
+            train_run(replace(cfg, seed=s, init_seed=s), optimizer=opt, step_size=eta)
+            for s in seeds
+        ]
+        out[opt] = _draws(
+            run_train, cfgs, seeds, f"A.2 draws ({opt})", progress, n_workers, scheduler
+        )
+    return out
 
 
 # ----------------------------------------------------------------------------- Theorem 1

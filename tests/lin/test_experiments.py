@@ -162,3 +162,16 @@ def test_support_sizes_are_the_same_serially_and_on_a_cluster(tmp_path, monkeypa
     np.testing.assert_array_equal(serial["norm"][1], one["norm"])
     # full supports (S = V): no W^mm, and F is the whole space of centred logits: m (V - 1)
     assert np.isnan(serial["norm_mm"][-1]) and serial["dim_F"][-1] == 10 * 3
+
+
+def test_optimizers_seeds_share_fig_4s_gd_draws():
+    """Fig. 5's GD reference over the draws is Fig. 4's spread (same runs), and NGD's norm
+    obeys ||W_k|| <= ||W_0|| + eta k on every draw (each step has length eta)."""
+    opt_cfg = E.LinOptimizersConfig(n_steps=100, n_records=6)
+    gd_cfg = E.LinGDConfig(n_steps=100, n_records=6, step_size=opt_cfg.gd_step_size)
+    spread = E.run_optimizers_seeds(opt_cfg, [0, 1], progress=False)
+    gd = E.run_gd_seeds(gd_cfg, [0, 1], progress=False)
+    assert np.array_equal(spread["gd"]["cos_curves"], gd["cos_curves"])
+    ngd = spread["ngd"]
+    bound = ngd["norm_curves"][:, :1] + opt_cfg.ngd_step_size * ngd["steps"][None, :]
+    assert np.all(ngd["norm_curves"] <= bound + 1e-9)

@@ -136,6 +136,7 @@ def draw_geometry(
     ax.set_xlim(box[:, 0].min() - pad, box[:, 0].max() + pad)
     ax.set_ylim(box[:, 1].min() - pad, box[:, 1].max() + pad)
     ax.set_aspect("equal", adjustable="box")
+    ax.set(xlabel=r"$x_1$", ylabel=r"$x_2$")  # the plane of the 2-D embeddings
     if title:
         ax.set_title(title)
 

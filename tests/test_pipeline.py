@@ -385,6 +385,18 @@ def test_titles_and_claims_typeset_their_maths():
             )
 
 
+def test_notebook_titles_are_words_not_ascii_maths():
+    """A notebook's title is its page title and its sidebar entry, where maths does not
+    render: no ASCII maths (``W^mm``, ``W*``, ``W_R``) and no ``$...$``, say it in words."""
+    ascii_math = re.compile(r"\^|\*|_|\$|\\|->")
+    for nb_path in sorted(paths.NOTEBOOK_DIR.glob("*.ipynb")):
+        nb = nbformat.read(nb_path, as_version=4)
+        title = nb.cells[0].source.splitlines()[0]
+        assert title.startswith("# "), f"{nb_path.name}: first line is not a title"
+        found = ascii_math.search(title)
+        assert found is None, f"{nb_path.name}: {found.group()!r} in the title {title!r}"
+
+
 def test_notebook_markdown_reads_the_same_in_jupyterlab_as_in_the_book():
     """JupyterLab knows neither the book's MathJax macros (defined in _config.yml) nor MyST
     roles: a notebook's Markdown must use neither."""

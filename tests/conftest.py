@@ -1,5 +1,6 @@
-"""Shared pytest set-up: a non-interactive matplotlib backend for the test process only, and
-the harness of the sabotage tests (one per paper) of the claims ledger."""
+"""Shared pytest set-up: a non-interactive matplotlib backend for the test process only, the
+harness of the sabotage tests (one per paper) of the claims ledger, and the dask cluster the
+sweep tests compare the serial runs with."""
 
 import json
 
@@ -36,3 +37,20 @@ def sabotaged_run(tmp_path, monkeypatch, capsys):
         return rc, printed.out + printed.err, {c["id"]: c["status"] for c in claims}
 
     return run
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """The scheduler address of a two-process ``dask.distributed`` LocalCluster whose workers
+    cache under ``tmp_path / "cluster"``: never the serial run's cache (so a sweep on the
+    cluster recomputes instead of reading the serial results) nor the repository's.  The
+    workers' environment is fixed when they start, hence set here and not by the test."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        env={"NTP_CACHE_DIR": str(tmp_path / "cluster")},
+    ) as local:
+        yield local.scheduler_address

@@ -34,10 +34,21 @@ def test_in_process_and_local_processes_agree():
         map_runs(draw, RUNS, n_workers=0)
 
 
-def test_distributed_local_cluster_gives_the_same_results():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
-        got = map_runs(draw, RUNS, scheduler=cluster.scheduler_address, progress=False)
+def test_distributed_local_cluster_gives_the_same_results(cluster):
+    got = map_runs(draw, RUNS, scheduler=cluster, progress=False)
     assert got == EXPECTED
+
+
+def _cache_dir_here() -> str:
+    from ntpcore.pipeline import paths
+
+    return str(paths.cache_dir())
+
+
+def test_cluster_workers_cache_apart_from_the_test_process(cluster, tmp_path):
+    """The fixture's workers write their cache under ``tmp_path / "cluster"``, not where the
+    serial run of a test (or the repository) keeps its own: a cluster sweep recomputes."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.Client(cluster) as client:
+        dirs = set(client.run(_cache_dir_here).values())
+    assert dirs == {str((tmp_path / "cluster").resolve())}

@@ -127,19 +127,16 @@ def test_small_fraction_and_fmt_exact():
     assert fmt_exact(1 / 3, signed=True) == "+1/3" and fmt_exact(np.log(2)) == "0.693"
 
 
-def test_scc_statistics_are_the_same_serially_on_processes_and_on_a_cluster(tmp_path, monkeypatch):
+def test_scc_statistics_are_the_same_serially_on_processes_and_on_a_cluster(
+    tmp_path, monkeypatch, cluster
+):
     """The (T, n) cells of the SCC statistics are independent runs of the sweep API."""
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
     cfg = att.AttSCCStatsConfig(n_trials=3, vocab_size=8, seq_lens=(3, 4), sample_sizes=(5, 40))
     serial = att.run_scc_stats(cfg, progress=False)
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "procs"))
     procs = att.run_scc_stats(cfg, n_workers=2, progress=False)
-    distributed = pytest.importorskip("distributed")
-    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cluster"))
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
-        clus = att.run_scc_stats(cfg, scheduler=cluster.scheduler_address, progress=False)
+    clus = att.run_scc_stats(cfg, scheduler=cluster, progress=False)
     for key in ("n_sccs", "largest_frac", "single_scc", "cyclic_frac", "pure_comp"):
         assert serial[key].shape == (2, 2, 3)
         np.testing.assert_array_equal(procs[key], serial[key])
@@ -153,25 +150,13 @@ def test_trial_rng_is_the_serial_loops_generator():
         np.testing.assert_array_equal(att.trial_rng(7, r).random(6), loop[r].random(6))
 
 
-@pytest.fixture(scope="module")
-def local_cluster():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
-        yield cluster.scheduler_address
-
-
-def test_reg_path_trials_are_the_same_serially_and_on_a_cluster(
-    tmp_path, monkeypatch, local_cluster
-):
+def test_reg_path_trials_are_the_same_serially_and_on_a_cluster(tmp_path, monkeypatch, cluster):
     """The trials of the regularization path are independent runs of the sweep API; the
     serial sweep is the old loop over ``trial_rngs`` (same draws, same paths)."""
     cfg = att.AttRegPathConfig(n_trials=2, radii=(1.0, 3.0))
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
     serial = att.run_reg_path(cfg, progress=False)
-    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cluster"))  # no shared cache hits
-    clus = att.run_reg_path(cfg, scheduler=local_cluster, progress=False)
+    clus = att.run_reg_path(cfg, scheduler=cluster, progress=False)
     for key in ("corr_svm", "fin_err", "W_norm"):
         assert serial[key].shape == (2, 2)
         np.testing.assert_array_equal(clus[key], serial[key])
@@ -191,14 +176,13 @@ def test_reg_path_trials_are_the_same_serially_and_on_a_cluster(
     assert np.all(serial["W_norm"] <= np.array(cfg.radii) * (1 + 1e-6))
 
 
-def test_theory_checks_are_the_same_serially_and_on_a_cluster(tmp_path, monkeypatch, local_cluster):
+def test_theory_checks_are_the_same_serially_and_on_a_cluster(tmp_path, monkeypatch, cluster):
     """The per-trial theory checks of the global experiment are independent runs of the sweep
     API, on the very draws of the batched :func:`run_global`."""
     cfg = att.AttGlobalConfig(n_trials=3, n_steps=10)
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
     serial = att.global_theory(cfg, progress=False)
-    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cluster"))
-    clus = att.global_theory(cfg, scheduler=local_cluster, progress=False)
+    clus = att.global_theory(cfg, scheduler=cluster, progress=False)
     assert set(clus) == set(serial)
     for key in serial:
         assert serial[key].shape == (3,)

@@ -275,7 +275,7 @@ def test_experiments_roundtrip(tmp_path, monkeypatch) -> None:
 
 
 def test_proxy_instances_are_the_same_serially_on_processes_and_on_a_cluster(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, cluster
 ) -> None:
     """The random instances of the proxy sweep are independent runs of the sweep API; each
     draws the support that a serial loop over ``SeedSequence(seed).spawn`` gives it."""
@@ -287,12 +287,7 @@ def test_proxy_instances_are_the_same_serially_on_processes_and_on_a_cluster(
     serial = ex.run_proxy(cfg, progress=False)
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "procs"))  # no shared cache hits
     procs = ex.run_proxy(cfg, n_workers=2, progress=False)
-    distributed = pytest.importorskip("distributed")
-    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cluster"))
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
-        clus = ex.run_proxy(cfg, scheduler=cluster.scheduler_address, progress=False)
+    clus = ex.run_proxy(cfg, scheduler=cluster, progress=False)
     for key in names:
         assert serial[key].shape == (2, 2)
         np.testing.assert_array_equal(procs[key], serial[key])

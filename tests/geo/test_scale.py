@@ -120,7 +120,7 @@ def test_scale_experiment_small(tmp_path, monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_scale_ladder_is_the_same_serially_and_on_a_cluster(
-    tmp_path, monkeypatch: pytest.MonkeyPatch
+    tmp_path, monkeypatch: pytest.MonkeyPatch, cluster: str
 ) -> None:
     """The rungs of the ladder are independent runs of the sweep API: a ``dask.distributed``
     cluster returns the serial ladder exactly, and each rung is the one computed alone."""
@@ -136,12 +136,7 @@ def test_scale_ladder_is_the_same_serially_and_on_a_cluster(
     )
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
     serial = sc.run_scale(cfg, progress=False)
-    distributed = pytest.importorskip("distributed")
-    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cluster"))  # no shared cache hits
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
-        clus = sc.run_scale(cfg, scheduler=cluster.scheduler_address, progress=False)
+    clus = sc.run_scale(cfg, scheduler=cluster, progress=False)
     timings = {"svm_seconds", "train_seconds"}
     assert set(clus) == set(serial)
     for key in set(serial) - timings:

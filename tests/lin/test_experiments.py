@@ -142,7 +142,7 @@ def test_gd_seeds_spread_is_the_single_runs_and_shows_the_median_draw():
     assert res["median_seed"] == res["seeds"][order[1]]
 
 
-def test_support_sizes_are_the_same_serially_and_on_a_cluster(tmp_path, monkeypatch):
+def test_support_sizes_are_the_same_serially_and_on_a_cluster(cluster):
     """The support sizes of the sparsity sweep are independent runs of the sweep API: a
     ``dask.distributed`` cluster returns the serial sweep exactly, and each size is the single
     cached run of that size."""
@@ -150,12 +150,7 @@ def test_support_sizes_are_the_same_serially_and_on_a_cluster(tmp_path, monkeypa
         n_contexts=10, dim=12, vocab_size=4, support_sizes=(1, 2, 4), n_steps=200, n_records=10
     )
     serial = E.run_sparsity(cfg, progress=False)
-    distributed = pytest.importorskip("distributed")
-    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cluster"))  # no shared cache hits
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
-        clus = E.run_sparsity(cfg, scheduler=cluster.scheduler_address, progress=False)
+    clus = E.run_sparsity(cfg, scheduler=cluster, progress=False)
     for key in ("steps", "norm", "gap", "norm_perp", "rel_dist_F", "cos", "norm_mm", "dim_F"):
         np.testing.assert_array_equal(clus[key], serial[key], err_msg=key)
     one = E.run_train(E.train_run(cfg, support_size=2, optimizer="gd"))

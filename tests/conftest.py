@@ -50,7 +50,7 @@ def cluster(tmp_path):
         n_workers=2,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=None,
+        dashboard_address=":0",  # any free port: None means 8787, and a busy 8787 warns
         env={"NTP_CACHE_DIR": str(tmp_path / "cluster")},
     ) as local:
         yield local.scheduler_address

@@ -253,3 +253,48 @@ def test_agreement_with_scs_is_judged_at_every_size_scs_finished():
     data["solvers"][5]["specialised"]["rel_gap"] = 1.1e-4  # not equal accuracy
     assert _find(data, "nuclear-norm SVM at vocabulary scale")[2] == "**no**"
     assert _find(BENCH, "nuclear-norm SVM at vocabulary scale")[1].startswith("not measured")
+
+
+def _run(profile, wall, *, cold=True, lock=True, complete=True, failed=(), started="2026-11-23"):
+    return {
+        "started": started,
+        "profile": profile,
+        "jobs": 2,
+        "complete": complete,
+        "failed": list(failed),
+        "n_ok": 33,
+        "wall_time_s": wall,
+        "cache": {"cold": cold, "lock": lock, "entries_at_start": 0 if cold else 9},
+        "machine": {"cpus": 2},
+        "git": {"commit": "abcdef1234567", "dirty": False},
+    }
+
+
+def test_the_lock_target_compares_two_cold_complete_paper_runs():
+    assert _find(BENCH, "paper profile from a cold cache")[2] == ntpbook.NOT_MEASURED
+    data = copy.deepcopy(BENCH)
+    data["runs"] = [
+        _run("paper", 8000.0, lock=False),
+        _run("paper", 100.0, lock=False, cold=False),  # a warm re-run says nothing
+        _run("paper", 50.0, lock=False, complete=False),  # nor does a part of the book
+        _run("paper", 60.0, lock=False, failed=["x"]),  # nor a run with failures
+        _run("paper", 6200.0, lock=True),
+    ]
+    row = _find(data, "paper profile from a cold cache")
+    assert "without the lock: 133 min" in row[1] and "with the lock: 103 min" in row[1]
+    assert row[2] == "yes: 30 min less"
+    data["runs"].append(_run("paper", 8100.0, lock=True, started="2026-11-24"))  # newest
+    assert _find(data, "paper profile from a cold cache")[2] == "**no**: 100 s more"
+    data["runs"] = data["runs"][-1:]
+    row = _find(data, "paper profile from a cold cache")
+    assert "without the lock: not measured" in row[1]
+    assert row[2] == "not measured (both runs are needed)"
+
+
+def test_the_quick_target_reads_the_elapsed_time_of_a_whole_run_when_recorded():
+    data = copy.deepcopy(BENCH)
+    data["runs"] = [_run("quick", 250.0, cold=False)]
+    row = _find(data, "quick profile")
+    assert row[2] == "yes" and row[1].startswith("elapsed 4.17 min (33 figures, `--jobs 2`")
+    data["runs"] = [_run("quick", 320.0, cold=False)]
+    assert _find(data, "quick profile")[2] == "**no**"

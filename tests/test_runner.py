@@ -206,3 +206,39 @@ def test_a_figure_that_checks_no_claim_is_not_published(dirs):
 
 def _notebook(path, sleep=0.0):
     return write_notebook(path, PARAMS, BODY.replace("SLEEP", str(sleep)))
+
+
+def test_a_run_leaves_a_record_of_its_elapsed_time_and_cache_state(dirs, monkeypatch, capsys):
+    monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)
+    monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
+    monkeypatch.setenv("NTP_CACHE_LOCK", "off")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), "c")
+    monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
+    assert reproduce.main(["--only", "lin-rt", "--profile", "quick", "--jobs", "2"]) == 0
+    (path,) = (dirs / "book-figures" / "runs").glob("*-quick.json")
+    assert f"run record {path}" in capsys.readouterr().out.replace("\n", "")
+    rec = json.loads(path.read_text())
+    assert (rec["profile"], rec["jobs"], rec["only"], rec["complete"]) == (
+        "quick",
+        2,
+        ["lin-rt"],
+        False,
+    )
+    assert rec["cache"] == {
+        "dir": str(dirs / "cache"),
+        "entries_at_start": 0,
+        "cold": True,
+        "lock": False,
+    }
+    assert rec["n_ok"] == 1 and rec["failed"] == [] and set(rec["figures"]) == {"lin-rt"}
+    assert rec["wall_time_s"] >= rec["figures"]["lin-rt"] > 0
+    assert rec["git"]["commit"] == provenance.git_state()["commit"]
+    # an exploration (--set) is not the registry's run and leaves no record
+    assert reproduce.main(["--only", "lin-rt", "--profile", "quick", "--set", "seed=2"]) == 0
+    assert len(list((dirs / "book-figures" / "runs").glob("*.json"))) == 1
+
+
+def test_a_cache_lock_setting_that_is_not_on_or_off_is_refused(monkeypatch, capsys):
+    monkeypatch.setenv("NTP_CACHE_LOCK", "maybe")
+    assert reproduce.main(["--only", FIG, "--profile", "quick"]) == 2
+    assert "NTP_CACHE_LOCK must be" in capsys.readouterr().err

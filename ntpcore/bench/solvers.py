@@ -494,6 +494,17 @@ def bench_pipeline() -> list[dict]:
     return rows
 
 
+def bench_runs() -> list[dict]:
+    """The runner's records of whole runs (:mod:`ntpcore.pipeline.runner`): the book's
+    (``book/figures/runs``) and the quick-profile test run's (``_build/test/figures/runs``),
+    oldest first."""
+    records = []
+    for folder in (paths.FIGURE_DIR / "runs", paths.ROOT / "_build" / "test" / "figures" / "runs"):
+        for path in sorted(folder.glob("*.json")):
+            records.append({**json.loads(path.read_text()), "record": str(path.name)})
+    return sorted(records, key=lambda r: r["started"])
+
+
 def plot_solvers(rows: list[dict], path: Path) -> None:
     """Time against number of variables, one panel per problem, log-log."""
     import matplotlib
@@ -577,7 +588,8 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    for section in ("solvers", "trainers", "experiments", "pipeline", "solver_time_limit_s"):
+    sections = ("solvers", "trainers", "experiments", "pipeline", "runs", "solver_time_limit_s")
+    for section in sections:
         if section in previous:
             result[section] = previous[section]  # keep sections not re-run
     t0 = time.perf_counter()
@@ -602,6 +614,7 @@ def main(argv: list[str] | None = None) -> int:
         save()
     if "pipeline" in args.only:
         result["pipeline"] = bench_pipeline()
+        result["runs"] = bench_runs()
     save()
     print(
         f"wrote {BENCH_JSON.relative_to(paths.ROOT)}; rebuild the book (make html) to "

@@ -15,7 +15,11 @@ discarded with a warning naming the file, and the result is computed again.
 A computation in flight is computed once: the first process takes an exclusive lock on
 ``<key>.lock`` for the duration of the computation, and any other process (another
 notebook running at the same time) that needs the same entry waits for the lock and then
-reads the stored result instead of computing it a second time.
+reads the stored result instead of computing it a second time.  ``f.in_flight(cfg)`` says
+whether another process is computing an entry right now, so that a caller that needs
+several entries can compute the free ones first (:func:`free_first`).  ``NTP_CACHE_LOCK=0``
+turns the lock off (each process computes what it lacks, as before the lock existed); it
+exists to measure what the lock saves, and the runner records it in its run record.
 
 Notebook execution itself is never cached: papermill always runs fresh, and the
 function cache makes a re-run after a plot-only change fast.
@@ -28,9 +32,10 @@ import fcntl
 import functools
 import hashlib
 import json
+import os
 import warnings
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,12 +44,14 @@ import numpy as np
 
 import ntpcore
 from ntpcore.core.io import atomic_path, write_text_atomic
+from ntpcore.errors import ParameterError
 from ntpcore.pipeline import paths
 
 CACHE_SALT = "2026-11-23.1"
 
 Result = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Result])
+T = TypeVar("T")
 
 
 def _canonical(obj: Any) -> Any:
@@ -120,9 +127,34 @@ def _discard(meta_path: Path, npz_path: Path, reason: str) -> None:
         p.unlink(missing_ok=True)
 
 
+def lock_enabled() -> bool:
+    """Whether computations take the per-key lock (``NTP_CACHE_LOCK`` unset, ``1`` or ``on``)."""
+    value = os.environ.get("NTP_CACHE_LOCK", "1").strip().lower()
+    if value not in ("0", "1", "off", "on", "false", "true"):
+        raise ParameterError(f"NTP_CACHE_LOCK must be 0/off/false or 1/on/true, got {value!r}")
+    return value in ("1", "on", "true")
+
+
+def _held_elsewhere(lock_path: Path) -> bool:
+    """Whether another open file (another process) holds the lock on ``lock_path``."""
+    if not lock_path.exists():
+        return False
+    with open(lock_path, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+    return False
+
+
 @contextmanager
 def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive advisory lock on ``lock_path`` (blocks while another holds it)."""
+    """Hold an exclusive advisory lock on ``lock_path`` (blocks while another holds it);
+    no lock at all when :func:`lock_enabled` is false."""
+    if not lock_enabled():
+        yield
+        return
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -182,5 +214,35 @@ def cached(func: F) -> F:
         # the same thing (plain Python scalars, lists instead of tuples).
         return {**json.loads(json.dumps(scalars)), **arrays}
 
+    def in_flight(cfg: Any) -> bool:
+        """Whether another process is computing ``cfg``'s entry right now (holds its
+        lock); always false when the lock is off or the entry is stored."""
+        key = cache_key(qualname, cfg)
+        folder = paths.cache_dir() / qualname
+        if not lock_enabled() or (folder / f"{key}.json").exists():
+            return False
+        return _held_elsewhere(folder / f"{key}.lock")
+
     wrapper.cache_qualname = qualname  # type: ignore[attr-defined]
+    wrapper.in_flight = in_flight  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
+
+
+def free_first(
+    items: Sequence[T], compute: Callable[[T], Result], in_flight: Callable[[T], bool]
+) -> list[Result]:
+    """``[compute(x) for x in items]``, computing first what no other process is computing.
+
+    Before each computation the first item not in flight elsewhere is taken (the first item
+    when all are), so a notebook that needs several cached computations (e.g. three trained
+    models) and finds one of them in another notebook's hands computes the others meanwhile
+    and reads the shared one from the cache at the end, instead of waiting on its lock
+    first.  A serial run keeps the order of ``items``.
+    """
+    results: dict[int, Result] = {}
+    pending = list(range(len(items)))
+    while pending:
+        i = next((j for j in pending if not in_flight(items[j])), pending[0])
+        results[i] = compute(items[i])
+        pending.remove(i)
+    return [results[i] for i in range(len(items))]

@@ -17,6 +17,12 @@ runner reads the claims ledger the notebook wrote, puts every claim into the sid
 fails the figure when a claim does not hold: the error names each failed claim (id,
 statement, expected vs measured), nothing is published, and the executed copy, the
 figure and its sidecar with every claim are kept under ``_build/failed/`` for reading.
+
+A run that reproduces registry figures (no ``--set``) and is not interrupted leaves a run
+record, ``<figure folder>/runs/<start>-<pid>-<profile>.json``: its elapsed wall time, jobs,
+figures and their wall times, whether the computation cache was cold and whether its
+per-key lock was on (``NTP_CACHE_LOCK``), commit and machine.  The *Performance* page
+reads the paper profile's elapsed time from these records (``make bench`` collects them).
 """
 
 from __future__ import annotations
@@ -25,12 +31,14 @@ import argparse
 import concurrent.futures
 import json
 import os
+import platform
 import shutil
 import signal
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +47,10 @@ import yaml
 from tqdm.auto import tqdm
 
 from ntpcore import claims as claims_mod
+from ntpcore.core.io import write_text_atomic
 from ntpcore.errors import ParameterError
-from ntpcore.pipeline import paths
+from ntpcore.pipeline import cache, paths
+from ntpcore.pipeline.provenance import git_state
 from ntpcore.pipeline.registry import (
     FigureEntry,
     RegistryError,
@@ -429,6 +439,49 @@ def _remove_staging() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def cache_entries() -> int:
+    """Number of stored entries in the computation cache (0: a cold cache)."""
+    return sum(1 for _ in paths.cache_dir().glob("*/*.json"))
+
+
+def write_run_record(
+    *,
+    started: datetime,
+    profile: str,
+    n_jobs: int,
+    only: list[str] | None,
+    entries_at_start: int,
+    lock: bool,
+    outcomes: list[Outcome],
+    wall_time_s: float,
+) -> Path:
+    """Write the run record of one runner call (see the module docstring); returns it."""
+    record = {
+        "started": started.isoformat(timespec="seconds"),
+        "profile": profile,
+        "jobs": n_jobs,
+        "only": only,
+        "complete": only is None,
+        "wall_time_s": round(wall_time_s, 1),
+        "n_ok": sum(o.ok for o in outcomes),
+        "failed": [o.fig_id for o in outcomes if not o.ok],
+        "figures": {o.fig_id: round(o.wall_time_s, 1) for o in outcomes},
+        "cache": {
+            "dir": _rel(paths.cache_dir()),
+            "entries_at_start": entries_at_start,
+            "cold": entries_at_start == 0,
+            "lock": lock,
+        },
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "kernel_env": KERNEL_ENV,
+        "git": git_state(),
+    }
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    path = paths.figure_dir() / "runs" / f"{stamp}-{os.getpid()}-{profile}.json"
+    write_text_atomic(path, json.dumps(record, indent=1) + "\n")
+    return path
+
+
 def _sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
@@ -476,11 +529,23 @@ def main(argv: list[str] | None = None) -> int:
         if args.jobs < 1:
             raise ParameterError(f"--jobs must be >= 1, got {args.jobs}")
         jobs = plan(args.only, args.profile, parse_set(args.sets), registry, args.force)
+        lock = cache.lock_enabled()
     except (ParameterError, RegistryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     explored = " (explored: --set runs write results/explore/<id>/)" if args.sets else ""
-    print(f"Reproducing {len(jobs)} figure(s), profile={args.profile}, jobs={args.jobs}{explored}")
+    print(
+        f"Reproducing {len(jobs)} figure(s), profile={args.profile}, jobs={args.jobs}"
+        f"{'' if lock else ', cache lock off (NTP_CACHE_LOCK)'}{explored}"
+    )
+    record = {
+        "started": datetime.now(UTC),
+        "profile": args.profile,
+        "n_jobs": args.jobs,
+        "only": args.only,
+        "entries_at_start": cache_entries(),
+        "lock": lock,
+    }
     t0 = time.perf_counter()
     previous = signal.signal(signal.SIGTERM, _sigterm)
     try:
@@ -496,6 +561,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+    wall = time.perf_counter() - t0
+    saved = None
+    if not args.sets:
+        saved = write_run_record(**record, outcomes=outcomes, wall_time_s=wall)
     failed = [o for o in outcomes if not o.ok]
     for o in sorted(outcomes, key=lambda o: -o.wall_time_s):
         print(
@@ -503,9 +572,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{o.claims_summary()}"
         )
     print(
-        f"{len(outcomes) - len(failed)} ok, {len(failed)} failed in "
-        f"{time.perf_counter() - t0:.1f} s; figures in "
+        f"{len(outcomes) - len(failed)} ok, {len(failed)} failed in {wall:.1f} s; figures in "
         f"{_rel(paths.figure_dir())}/, notebooks in {_rel(paths.executed_dir())}/"
+        f"{f'; run record {_rel(saved)}' if saved else ''}"
     )
     for o in outcomes:
         if o.ok and o.message:

@@ -37,7 +37,7 @@ from ntpcore.errors import DataError
 from ntpcore.geo import train as gt
 from ntpcore.geo.experiments.data import DataConfig, data_fingerprint, load_dataset, narrow
 from ntpcore.pipeline import paths
-from ntpcore.pipeline.cache import cache_key, cached
+from ntpcore.pipeline.cache import cache_key, cached, free_first
 
 DATASET_LABELS = {
     "synthetic": "synthetic set",
@@ -210,6 +210,16 @@ def _train_run(key: _RunKey) -> dict[str, Any]:
 trained = train_run  # the name the notebooks use for one-model figures
 
 
+def train_runs(runs: list[RunConfig]) -> list[dict[str, Any]]:
+    """:func:`train_run` of each of ``runs``, in their order.
+
+    A run that another process is training at this moment (another notebook of a
+    ``--jobs 2`` run) is left for last (:func:`ntpcore.pipeline.cache.free_first`): this
+    notebook trains its other models meanwhile and then reads the shared one from the cache.
+    """
+    return free_first(runs, train_run, lambda r: _train_run.in_flight(_run_key(r)))
+
+
 def nearest_records(res: dict[str, Any], epochs: tuple[int, ...]) -> list[int]:
     """Indices of the recorded epochs nearest to ``epochs`` (log scale, ties to the later)."""
     rec = np.asarray(res["epoch"])
@@ -305,12 +315,12 @@ def _run_metrics(key: _RunKey) -> dict[str, Any]:
 
 def training_curves(cfg: TrainSetup) -> dict[str, dict[str, Any]]:
     """Recorded training metrics and geometry metrics of every model of ``cfg``."""
-    out = {}
-    for model in cfg.models:
-        run = cfg.run(model)
-        res = train_run(run)
-        out[model] = {**res, **run_metrics(run)}
-    return out
+    runs = [cfg.run(model) for model in cfg.models]
+    results = train_runs(runs)
+    return {
+        model: {**res, **run_metrics(run)}
+        for model, run, res in zip(cfg.models, runs, results, strict=True)
+    }
 
 
 def final_geometry(cfg: TrainSetup) -> dict[str, dict[str, np.ndarray]]:
@@ -321,8 +331,8 @@ def final_geometry(cfg: TrainSetup) -> dict[str, dict[str, np.ndarray]]:
     """
     cvx = convex_solution(cfg)
     out: dict[str, dict[str, np.ndarray]] = {}
-    for model in cfg.models:
-        res = train_run(cfg.run(model))
+    results = train_runs([cfg.run(model) for model in cfg.models])
+    for model, res in zip(cfg.models, results, strict=True):
         out[model] = {
             "cos_H": g.cosine_matrix(res["H_final"].T),
             "cos_W": g.cosine_matrix(res["W_final"]),

@@ -266,6 +266,7 @@ def _run(profile, wall, *, cold=True, lock=True, complete=True, failed=(), start
         "wall_time_s": wall,
         "cache": {"cold": cold, "lock": lock, "entries_at_start": 0 if cold else 9},
         "machine": {"cpus": 2},
+        "figures": {},
         "git": {"commit": "abcdef1234567", "dirty": False},
     }
 
@@ -298,3 +299,18 @@ def test_the_quick_target_reads_the_elapsed_time_of_a_whole_run_when_recorded():
     assert row[2] == "yes" and row[1].startswith("elapsed 4.17 min (33 figures, `--jobs 2`")
     data["runs"] = [_run("quick", 320.0, cold=False)]
     assert _find(data, "quick profile")[2] == "**no**"
+
+
+def test_the_gpu_row_quotes_the_cpu_time_of_a_cold_run_never_of_a_cached_rerun():
+    data = copy.deepcopy(BENCH)
+    data["pipeline"] = [
+        {"fig_id": "geo-training-curves-text", "profile": "paper", "wall_time_s": 13.2}
+    ]
+    assert "13.2 s" not in _find(data, "real-text transformer")[1]  # a warm re-run's sidecar
+    warm = _run("paper", 30.0, cold=False)
+    warm["figures"] = {"geo-trained-logits-text": 12.0}
+    cold = _run("paper", 6078.1)
+    cold["figures"] = {"geo-trained-logits-text": 4820.4}
+    data["runs"] = [cold, warm]
+    row = _find(data, "real-text transformer")
+    assert "took 80.3 min in the cold-cache paper-profile run" in row[1] and "12 s" not in row[1]

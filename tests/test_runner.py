@@ -242,3 +242,16 @@ def test_a_cache_lock_setting_that_is_not_on_or_off_is_refused(monkeypatch, caps
     monkeypatch.setenv("NTP_CACHE_LOCK", "maybe")
     assert reproduce.main(["--only", FIG, "--profile", "quick"]) == 2
     assert "NTP_CACHE_LOCK must be" in capsys.readouterr().err
+
+
+def test_kernel_logs_stay_quiet_but_a_dying_kernel_is_reported(dirs, monkeypatch, capfd):
+    monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), "c")
+    outcome = reproduce.run_job(reproduce.Job(entry, "quick", {"profile": "quick"}), False)
+    assert outcome.ok, outcome.message
+    assert "[IPKernelApp]" not in capfd.readouterr().err  # no TCP warning at kernel start
+    dying = write_notebook(dirs / "d.ipynb", PARAMS, "import os\nos._exit(3)\n")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(dying), "c")
+    outcome = reproduce.run_job(reproduce.Job(entry, "quick", {"profile": "quick"}), False)
+    assert not outcome.ok and "d.ipynb" in outcome.message
+    assert "DeadKernelError" in outcome.message, outcome.message

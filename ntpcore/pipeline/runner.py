@@ -61,6 +61,10 @@ from ntpcore.pipeline.registry import (
 
 #: Environment given to every kernel for reproducible numerics.
 KERNEL_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+#: Arguments of every kernel: its own log (a warning about TCP transport at each start, and
+#: a KeyboardInterrupt logged while a kernel is being shut down) stays out of the runner's
+#: output; a kernel that dies is reported by the runner, with the notebook and cell.
+KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]
 #: Per-cell time limit (seconds) by profile: a quick-profile cell never legitimately takes
 #: minutes, so a hung kernel fails the run instead of stalling CI; paper-profile cells
 #: may train for an hour on a CPU and have no limit.
@@ -241,6 +245,7 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
             execution_timeout=job.cell_timeout,
             progress_bar=progress,
             log_output=False,
+            extra_arguments=KERNEL_ARGS,
         )
         wall = time.perf_counter() - t0
         sidecar_path = fig_stage / f"{fig_id}.json"

@@ -4,6 +4,8 @@ benchmark instance of each problem."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ntpcore.bench import solvers as bench
@@ -38,3 +40,19 @@ def test_specialised_solvers_are_feasible_on_the_smallest_instance(name):
     inst = prob.instance(prob.sizes[0].dims)
     objective, violation = prob.check(inst, prob.fast(inst))
     assert objective > 0 and violation <= 1e-6
+
+
+def test_the_bench_collects_the_runners_records_oldest_first(tmp_path, monkeypatch):
+    from ntpcore.bench import solvers
+
+    monkeypatch.setattr(solvers.paths, "FIGURE_DIR", tmp_path / "figures")
+    monkeypatch.setattr(solvers.paths, "ROOT", tmp_path)
+    for folder, started in (
+        ("figures/runs", "2026-11-24"),
+        ("_build/test/figures/runs", "2026-11-23"),
+    ):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / f"{started}.json").write_text(json.dumps({"started": started}))
+    runs = solvers.bench_runs()
+    assert [r["started"] for r in runs] == ["2026-11-23", "2026-11-24"]
+    assert [r["record"] for r in runs] == ["2026-11-23.json", "2026-11-24.json"]

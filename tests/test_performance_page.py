@@ -284,7 +284,11 @@ def test_the_lock_target_compares_two_cold_complete_paper_runs():
     row = _find(data, "paper profile from a cold cache")
     assert "without the lock: 133 min" in row[1] and "with the lock: 103 min" in row[1]
     assert row[2] == "yes: 30 min less"
-    data["runs"].append(_run("paper", 8100.0, lock=True, started="2026-11-24"))  # newest
+    elsewhere = _run("paper", 9000.0, lock=True, started="2026-11-24")
+    elsewhere["machine"]["cpus"] = 16
+    data["runs"].append(elsewhere)
+    assert _find(data, "paper profile from a cold cache")[2].startswith("not comparable")
+    data["runs"].append(_run("paper", 8100.0, lock=True, started="2026-11-25"))  # newest
     assert _find(data, "paper profile from a cold cache")[2] == "**no**: 100 s more"
     data["runs"] = data["runs"][-1:]
     row = _find(data, "paper profile from a cold cache")

@@ -509,11 +509,12 @@ def _run_text(run: dict) -> str:
 
 def _lock_target(data: dict) -> tuple[str, str]:
     """The paper profile from a cold cache, with the per-key cache lock and without."""
-    cells, times = [], {}
+    cells, times, cpus = [], {}, set()
     for lock, name in ((False, "without the lock"), (True, "with the lock")):
         runs = _whole_runs(data, "paper", cold=True, lock=lock)
         if runs:
             times[lock] = runs[0]["wall_time_s"]
+            cpus.add((runs[0]["machine"]["cpus"], runs[0]["jobs"]))
             cells.append(f"{name}: {_run_text(runs[0])}")
         else:
             cells.append(f"{name}: not measured in this build")
@@ -521,6 +522,8 @@ def _lock_target(data: dict) -> tuple[str, str]:
         return NOT_MEASURED, NOT_MEASURED
     if len(times) < 2:
         return "; ".join(cells), "not measured (both runs are needed)"
+    if len(cpus) > 1:
+        return "; ".join(cells), "not comparable: the two runs differ in CPUs or `--jobs`"
     saved = times[False] - times[True]
     verdict = "yes" if saved > 0 else "**no**"
     return "; ".join(cells), f"{verdict}: {_dur(abs(saved))} {'less' if saved > 0 else 'more'}"

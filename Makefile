@@ -1,6 +1,7 @@
 # ntp-companion: `make book` and `make test` are all a fresh clone needs.
 #
-#   make book [PROFILE=paper|quick] [JOBS=2]   venv + installs, every notebook, strict book build
+#   make book [PROFILE=paper|quick] [JOBS=2] [ORDER=reuse|registry]
+#                                              venv + installs, every notebook, strict book build
 #   make test                                  unit/theory tests, registry checks, nbval
 #   make notebooks | check-book | browser-test | bench | lint | dev | clean | distclean
 #   make book TORCH_INDEX=<url>                torch from that index (default: the CPU build)
@@ -15,6 +16,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROFILE ?= paper
 JOBS ?= 2
+ORDER ?= reuse
 # torch: TORCH_SPEC is the requirement, TORCH_INDEX the index pip takes it from.  Left empty,
 # the CPU build is installed: from a local wheel when pip's configuration provides one, else
 # on Linux from the PyTorch CPU index, elsewhere from PyPI (CPU on macOS and Windows).  A
@@ -31,7 +33,7 @@ export OMP_NUM_THREADS := 1
         dev clean distclean
 
 help:
-	@sed -n '2,9p' Makefile
+	@sed -n '2,10p' Makefile
 
 install: $(STAMP)
 
@@ -54,7 +56,7 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 
 notebooks: $(STAMP)
 	mkdir -p _build
-	$(PY) -m ntpcore.reproduce --profile $(PROFILE) --jobs $(JOBS)
+	$(PY) -m ntpcore.reproduce --profile $(PROFILE) --jobs $(JOBS) --order $(ORDER)
 
 html: $(STAMP)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going

@@ -255,8 +255,22 @@ def test_agreement_with_scs_is_judged_at_every_size_scs_finished():
     assert _find(BENCH, "nuclear-norm SVM at vocabulary scale")[1].startswith("not measured")
 
 
-def _run(profile, wall, *, cold=True, lock=True, complete=True, failed=(), started="2026-11-23"):
-    return {
+LOCK = "paper profile from a cold cache: a computation"
+ORDER = "paper profile from a cold cache: the figures whose trained models"
+
+
+def _run(
+    profile,
+    wall,
+    *,
+    cold=True,
+    lock=True,
+    complete=True,
+    failed=(),
+    started="2026-11-23",
+    order=None,
+):
+    run = {
         "started": started,
         "profile": profile,
         "jobs": 2,
@@ -269,10 +283,13 @@ def _run(profile, wall, *, cold=True, lock=True, complete=True, failed=(), start
         "figures": {},
         "git": {"commit": "abcdef1234567", "dirty": False},
     }
+    if order is not None:  # records from before --order have no order (registry order)
+        run["order"] = order
+    return run
 
 
 def test_the_lock_target_compares_two_cold_complete_paper_runs():
-    assert _find(BENCH, "paper profile from a cold cache")[2] == ntpbook.NOT_MEASURED
+    assert _find(BENCH, LOCK)[2] == ntpbook.NOT_MEASURED
     data = copy.deepcopy(BENCH)
     data["runs"] = [
         _run("paper", 8000.0, lock=False),
@@ -281,19 +298,40 @@ def test_the_lock_target_compares_two_cold_complete_paper_runs():
         _run("paper", 60.0, lock=False, failed=["x"]),  # nor a run with failures
         _run("paper", 6200.0, lock=True),
     ]
-    row = _find(data, "paper profile from a cold cache")
+    row = _find(data, LOCK)
     assert "without the lock: 133 min" in row[1] and "with the lock: 103 min" in row[1]
     assert row[2] == "yes: 30 min less"
     elsewhere = _run("paper", 9000.0, lock=True, started="2026-11-24")
     elsewhere["machine"]["cpus"] = 16
     data["runs"].append(elsewhere)
-    assert _find(data, "paper profile from a cold cache")[2].startswith("not comparable")
+    assert _find(data, LOCK)[2].startswith("not comparable")
     data["runs"].append(_run("paper", 8100.0, lock=True, started="2026-11-25"))  # newest
-    assert _find(data, "paper profile from a cold cache")[2] == "**no**: 100 s more"
+    assert _find(data, LOCK)[2] == "**no**: 100 s more"
     data["runs"] = data["runs"][-1:]
-    row = _find(data, "paper profile from a cold cache")
+    row = _find(data, LOCK)
     assert "without the lock: not measured" in row[1]
     assert row[2] == "not measured (both runs are needed)"
+
+
+def test_the_lock_and_order_targets_compare_runs_that_differ_in_one_thing_only():
+    assert _find(BENCH, ORDER)[2] == ntpbook.NOT_MEASURED
+    data = copy.deepcopy(BENCH)
+    data["runs"] = [
+        _run("paper", 7597.4, lock=False),  # before --order: the registry's order
+        _run("paper", 6078.1, lock=True),
+        _run("paper", 5000.0, lock=True, started="2026-11-24", order="reuse"),
+    ]
+    # the lock row compares two runs in the registry's order, not the newer reordered run
+    assert _find(data, LOCK)[2] == "yes: 25.3 min less"
+    row = _find(data, ORDER)
+    assert "registry order: 101 min" in row[1] and "reuse first: 83.3 min" in row[1]
+    assert row[2] == "yes: 18 min less"
+    data["runs"].append(_run("paper", 4000.0, lock=False, started="2026-11-25", order="reuse"))
+    # a newer run without the lock in the new order is compared with the reordered run
+    assert _find(data, LOCK)[2] == "**no**: 16.7 min more"
+    data["runs"] = data["runs"][:1] + data["runs"][2:3]  # lock off, and reordered lock on
+    assert _find(data, LOCK)[2] == "not measured (both runs are needed)"
+    assert _find(data, ORDER)[2] == "not measured (both runs are needed)"
 
 
 def test_the_quick_target_reads_the_elapsed_time_of_a_whole_run_when_recorded():
@@ -318,3 +356,8 @@ def test_the_gpu_row_quotes_the_cpu_time_of_a_cold_run_never_of_a_cached_rerun()
     data["runs"] = [cold, warm]
     row = _find(data, "real-text transformer")
     assert "took 80.3 min in the cold-cache paper-profile run" in row[1] and "12 s" not in row[1]
+    # a newer run without the lock trained that model twice side by side: not quoted
+    contended = _run("paper", 7597.4, lock=False, started="2026-11-24")
+    contended["figures"] = {"geo-trained-logits-text": 4980.0}
+    data["runs"].append(contended)
+    assert "took 80.3 min" in _find(data, "real-text transformer")[1]

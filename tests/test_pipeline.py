@@ -96,6 +96,28 @@ def test_registry_rejects_bad_entries(tmp_path):
         registry.load_registry(bad)
 
 
+@pytest.mark.parametrize(
+    ("reuses", "message"),
+    [
+        ({"lin-a": "lin-b"}, "non-empty list"),
+        ({"lin-a": []}, "non-empty list"),
+        ({"lin-a": ["lin-z"]}, "unknown figure 'lin-z'"),
+        ({"lin-a": ["lin-a"]}, "cannot reuse itself"),
+        ({"lin-a": ["lin-b"], "lin-b": ["lin-c"]}, "which itself reuses ['lin-c']"),
+    ],
+)
+def test_registry_rejects_reuses_that_name_no_computing_figure(tmp_path, reuses, message):
+    body = "  paper: lin\n  paper_label: a\n  title: t\n  notebook: n\n  claim: c\n"
+    text = "".join(
+        f"{fid}:\n{body}" + (f"  reuses: {json.dumps(reuses[fid])}\n" if fid in reuses else "")
+        for fid in ("lin-a", "lin-b", "lin-c")
+    )
+    bad = tmp_path / "figures.yml"
+    bad.write_text(text)
+    with pytest.raises(registry.RegistryError, match=re.escape(message)):
+        registry.load_registry(bad)
+
+
 # ----------------------------------------------------------------------------- parameters
 
 

@@ -74,6 +74,8 @@ def test_a_notebook_run_by_hand_writes_the_explore_folder(tmp_path, monkeypatch,
         (["--only", "bogus", "--only", FIG], "bogus"),
         (["--list", "--only", FIG], "--list takes no other option"),
         (["--list", "--profile", "quick"], "--list takes no other option"),
+        (["--list", "--order", "registry"], "--list takes no other option"),
+        (["--only", FIG, "--order", "longest"], "--order must be one of"),
         (["--only", FIG, "--set", "seed=1", "--set", "seed=2"], "given twice"),
     ],
 )
@@ -83,6 +85,30 @@ def test_flags_are_checked_together_before_anything_runs(monkeypatch, capsys, ar
     assert reproduce.main(argv) == 2
     assert message in capsys.readouterr().err
     assert started == []
+
+
+def _ids(jobs):
+    return [j.entry.fig_id for j in jobs]
+
+
+def test_figures_whose_computations_others_reuse_start_first_and_their_readers_last():
+    jobs = reproduce.plan(None, "paper", {}, REG)
+    ordered = reproduce.order_jobs(jobs)
+    assert sorted(_ids(ordered)) == sorted(REG) and len(ordered) == len(REG)
+    producers = {p for e in REG.values() for p in e.reuses}
+    readers = {fid for fid, e in REG.items() if e.reuses}
+    assert producers and readers
+    n_p, n_r = len(producers), len(readers)
+    assert set(_ids(ordered)[:n_p]) == producers
+    assert set(_ids(ordered)[-n_r:]) == readers
+    rest = [f for f in REG if f not in producers | readers]
+    assert _ids(ordered)[n_p:-n_r] == rest  # the registry's order in between
+    # with --jobs 2 both workers start on a figure that trains models others read
+    assert _ids(ordered)[:2] == ["geo-trained-logits", "geo-trained-logits-text"]
+    # the registry order is kept on request, and a reader alone is not held back
+    assert _ids(reproduce.order_jobs(jobs, "registry")) == list(REG)
+    alone = reproduce.plan(["geo-geometry-grid", "lin-toy-geometry"], "paper", {}, REG)
+    assert _ids(reproduce.order_jobs(alone)) == ["geo-geometry-grid", "lin-toy-geometry"]
 
 
 def test_a_repeated_id_runs_once():
@@ -218,9 +244,10 @@ def test_a_run_leaves_a_record_of_its_elapsed_time_and_cache_state(dirs, monkeyp
     (path,) = (dirs / "book-figures" / "runs").glob("*-quick.json")
     assert f"run record {path}" in capsys.readouterr().out.replace("\n", "")
     rec = json.loads(path.read_text())
-    assert (rec["profile"], rec["jobs"], rec["only"], rec["complete"]) == (
+    assert (rec["profile"], rec["jobs"], rec["order"], rec["only"], rec["complete"]) == (
         "quick",
         2,
+        "reuse",
         ["lin-rt"],
         False,
     )

@@ -7,7 +7,9 @@ summarises it (``key_metric``, shown on the *Reproducing this book* page), where
 departs from the paper's data or optimizer (``deviations``, rendered in the caption), and
 an estimate of the memory and time a run needs from its parameters (``resources``: Python
 arithmetic over the notebook's numeric parameters, e.g.
-``memory_gb: "8e-9 * (n_steps + 1) * 3"``), which the runner checks before any kernel starts.
+``memory_gb: "8e-9 * (n_steps + 1) * 3"``), which the runner checks before any kernel starts,
+and the figures whose cached computations (trained models) a figure reads (``reuses``), from
+which the runner orders a parallel run (:func:`ntpcore.pipeline.runner.order_jobs`).
 
 A notebook's parameters cell holds literal assignments only, one per line, each with a
 comment.  The comment may start with a constraint in square brackets, which the runner
@@ -46,7 +48,7 @@ PAPERS = {"lin": "linear", "geo": "geometry", "att": "attention", "perf": "perfo
 ID_RE = re.compile(r"^(lin|geo|att|perf)-[a-z0-9]+(-[a-z0-9]+)*$")
 REQUIRED = ("paper", "paper_label", "title", "notebook", "claim")
 OPTIONAL = ("params", "quick", "resources")
-SCALARS = ("key_metric", "deviations")
+SCALARS = ("key_metric", "deviations", "reuses")
 RESOURCE_KEYS = ("memory_gb", "minutes")
 
 
@@ -69,6 +71,8 @@ class FigureEntry:
     key_metric: str = ""
     deviations: tuple[str, ...] = ()
     resources: dict[str, str] = field(default_factory=dict)
+    #: Figures that compute cached results this figure reads (e.g. a trained model).
+    reuses: tuple[str, ...] = ()
 
     def estimate(self, params: dict[str, Any]) -> dict[str, float]:
         """Evaluate the ``resources`` expressions with the run's parameters."""
@@ -128,8 +132,34 @@ def load_registry(path: Path | None = None) -> dict[str, FigureEntry]:
             key_metric=str(body.get("key_metric") or ""),
             deviations=_deviations(fig_id, body.get("deviations")),
             resources=_resources(fig_id, body.get("resources")),
+            reuses=_reuses(fig_id, body.get("reuses")),
         )
+    _check_reuses(entries)
     return entries
+
+
+def _reuses(fig_id: str, raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw) or not raw:
+        raise RegistryError(f"{fig_id}: reuses must be a non-empty list of figure ids")
+    return tuple(raw)
+
+
+def _check_reuses(entries: dict[str, FigureEntry]) -> None:
+    """A figure reuses registry figures other than itself, which reuse nothing (one level:
+    the figure that computes a shared result is the one that starts first)."""
+    for fig_id, e in entries.items():
+        for other in e.reuses:
+            if other not in entries:
+                raise RegistryError(f"{fig_id}: reuses unknown figure {other!r}")
+            if other == fig_id:
+                raise RegistryError(f"{fig_id}: a figure cannot reuse itself")
+            if entries[other].reuses:
+                raise RegistryError(
+                    f"{fig_id}: reuses {other}, which itself reuses {list(entries[other].reuses)}; "
+                    f"name the figure that computes the shared result"
+                )
 
 
 def _deviations(fig_id: str, raw: Any) -> tuple[str, ...]:

@@ -3,7 +3,8 @@
 ::
 
     python -m ntpcore.reproduce [--profile paper|quick] [--only ID ...]
-                                [--set KEY=VALUE ...] [--jobs N] [--list]
+                                [--set KEY=VALUE ...] [--jobs N] [--order reuse|registry]
+                                [--list]
 
 Every override (registry ``params``, registry ``quick`` and ``--set``) is validated
 against the notebook's ``parameters`` cell before any kernel starts.  Each notebook is
@@ -18,9 +19,16 @@ fails the figure when a claim does not hold: the error names each failed claim (
 statement, expected vs measured), nothing is published, and the executed copy, the
 figure and its sidecar with every claim are kept under ``_build/failed/`` for reading.
 
+Jobs start in the order of :func:`order_jobs`: a figure whose cached computations other
+figures read (the registry's ``reuses``, e.g. the real-text transformer) starts first, the
+figures that read them start last, and the rest keeps the registry's order in between.  With
+``--jobs 2`` the longest training then runs from the first minute in one worker while the
+other worker does the figures that need nothing from it, instead of waiting on its lock.
+``--order registry`` keeps the registry's order (how runs were ordered before).
+
 A run that reproduces registry figures (no ``--set``) and is not interrupted leaves a run
 record, ``<figure folder>/runs/<start>-<pid>-<profile>.json``: its elapsed wall time, jobs,
-figures and their wall times, whether the computation cache was cold and whether its
+figures and their wall times, the order, whether the computation cache was cold and whether its
 per-key lock was on (``NTP_CACHE_LOCK``), commit and machine.  The *Performance* page
 reads the paper profile's elapsed time from these records (``make bench`` collects them).
 """
@@ -202,6 +210,34 @@ def plan(
         check_resources(entry, {k: s.default for k, s in specs.items()} | params, force)
         jobs.append(Job(entry, profile, params, dict(adhoc), CELL_TIMEOUT[profile]))
     return jobs
+
+
+#: Job orders of ``--order``: ``reuse`` (default, see :func:`order_jobs`), ``registry``.
+ORDERS = ("reuse", "registry")
+
+
+def order_jobs(jobs: list[Job], how: str = "reuse") -> list[Job]:
+    """The order in which ``jobs`` start.
+
+    ``reuse``: first the figures whose cached results another selected figure reuses (they
+    compute them), then the figures that reuse nothing, then the figures that reuse a
+    selected figure's results; the given order is kept within each group.  Results never
+    depend on the order (every computation is keyed by its parameters in the cache); only
+    the wall time of a parallel run does.  ``registry``: the given order.
+    """
+    if how not in ORDERS:
+        raise ParameterError(f"--order must be one of {list(ORDERS)}, got {how!r}")
+    if how == "registry":
+        return list(jobs)
+    selected = {job.entry.fig_id for job in jobs}
+    reused = {other for job in jobs for other in job.entry.reuses}
+
+    def group(job: Job) -> int:
+        if job.entry.fig_id in reused:
+            return 0
+        return 2 if selected & set(job.entry.reuses) else 1
+
+    return sorted(jobs, key=group)
 
 
 def _describe_failure(exc: BaseException, nb_name: str) -> str:
@@ -454,6 +490,7 @@ def write_run_record(
     started: datetime,
     profile: str,
     n_jobs: int,
+    order: str,
     only: list[str] | None,
     entries_at_start: int,
     lock: bool,
@@ -465,6 +502,7 @@ def write_run_record(
         "started": started.isoformat(timespec="seconds"),
         "profile": profile,
         "jobs": n_jobs,
+        "order": order,
         "only": only,
         "complete": only is None,
         "wall_time_s": round(wall_time_s, 1),
@@ -516,6 +554,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run in parallel")
     parser.add_argument(
+        "--order",
+        default="reuse",
+        metavar="|".join(ORDERS),
+        help="reuse (default): figures whose cached computations others read start first, "
+        "their readers last; registry: the registry's order",
+    )
+    parser.add_argument(
         "--force",
         action="store_true",
         help="run even where the estimated memory or time exceeds what this machine has",
@@ -526,14 +571,16 @@ def main(argv: list[str] | None = None) -> int:
         registry = load_registry()
         if args.list:
             given = [f for f, v in (("--only", args.only), ("--set", args.sets)) if v]
-            if given or args.profile != "paper" or args.jobs != 1:
+            if given or args.profile != "paper" or args.jobs != 1 or args.order != "reuse":
                 raise ParameterError("--list takes no other option (it only lists the registry)")
             for fig_id, e in registry.items():
                 print(f"{fig_id:32s} {e.paper_label:10s} {e.notebook}")
             return 0
         if args.jobs < 1:
             raise ParameterError(f"--jobs must be >= 1, got {args.jobs}")
-        jobs = plan(args.only, args.profile, parse_set(args.sets), registry, args.force)
+        jobs = order_jobs(
+            plan(args.only, args.profile, parse_set(args.sets), registry, args.force), args.order
+        )
         lock = cache.lock_enabled()
     except (ParameterError, RegistryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -541,12 +588,14 @@ def main(argv: list[str] | None = None) -> int:
     explored = " (explored: --set runs write results/explore/<id>/)" if args.sets else ""
     print(
         f"Reproducing {len(jobs)} figure(s), profile={args.profile}, jobs={args.jobs}"
+        f"{'' if args.order == 'reuse' else ', registry order'}"
         f"{'' if lock else ', cache lock off (NTP_CACHE_LOCK)'}{explored}"
     )
     record = {
         "started": datetime.now(UTC),
         "profile": args.profile,
         "n_jobs": args.jobs,
+        "order": args.order,
         "only": args.only,
         "entries_at_start": cache_entries(),
         "lock": lock,

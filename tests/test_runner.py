@@ -112,8 +112,7 @@ def test_figures_whose_computations_others_reuse_start_first_and_their_readers_l
 
 
 def test_a_repeated_id_runs_once():
-    jobs = reproduce.plan([FIG, FIG], "quick", {}, REG)
-    assert [j.entry.fig_id for j in jobs] == [FIG]
+    assert _ids(reproduce.plan([FIG, FIG], "quick", {}, REG)) == [FIG]
 
 
 def test_nan_and_inf_are_read_as_users_type_them():

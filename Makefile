@@ -2,8 +2,12 @@
 #
 #   make book [PROFILE=paper|quick] [JOBS=2] [ORDER=reuse|registry]
 #                                              venv + installs, every notebook, strict book build
-#   make test                                  unit/theory tests, registry checks, nbval
-#   make notebooks | check-book | browser-test | bench | lint | dev | clean | distclean
+#   make test                                  unit/theory tests, registry checks, quick notebooks
+#                                              compared with tests/golden/ within tolerances, nbval
+#   make golden [REASON="..."]                 rewrite tests/golden/ (says what moved; a move
+#                                              beyond tolerance needs REASON)
+#   make reproducibility [REPRO="native ..."]  quick profile under several floating-point paths
+#   make install | notebooks | html | check-book | browser-test | bench | lint | dev | clean
 #   make book TORCH_INDEX=<url>                torch from that index (default: the CPU build)
 #
 # Note: MPLBACKEND is deliberately not exported (it would leak into the kernels and
@@ -29,11 +33,11 @@ TEST_OUT := _build/test
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := 1
 
-.PHONY: help install book notebooks html test unit nbval golden check-book browser-test bench lint \
-        dev clean distclean
+.PHONY: help install book notebooks html test unit nbval golden reproducibility check-book \
+        browser-test bench lint dev clean distclean
 
 help:
-	@sed -n '2,10p' Makefile
+	@sed -n '2,14p' Makefile
 
 install: $(STAMP)
 
@@ -65,9 +69,11 @@ html: $(STAMP)
 book: notebooks html
 
 # Tests: pytest (unit, theory, oracle, registry lint), then every registered notebook in the
-# quick profile into _build/test (so the book's own figures are untouched), then nbval on
-# those executed copies, comparing the cells tagged nbval-check-output with the golden
-# outputs kept in tests/golden/ (not with the run's own).
+# quick profile into _build/test (so the book's own figures are untouched); every number the
+# cells tagged nbval-check-output print is compared with tests/golden/ within its measured
+# tolerance and every figure with its baseline image; then nbval re-executes the notebooks
+# and compares the words of those cells with the golden text (numbers masked: they were
+# compared above, within tolerance).
 test: unit nbval
 
 unit: $(STAMP)
@@ -77,17 +83,29 @@ nbval: $(STAMP)
 	mkdir -p $(TEST_OUT)
 	NTP_FIGURE_DIR=$(TEST_OUT)/figures NTP_EXECUTED_DIR=$(TEST_OUT)/executed \
 	  $(PY) -m ntpcore.reproduce --profile quick --jobs $(JOBS)
+	$(PY) -m ntpcore.pipeline.golden check $(TEST_OUT)/executed --figures $(TEST_OUT)/figures
 	$(PY) -m ntpcore.pipeline.golden inject $(TEST_OUT)/executed $(TEST_OUT)/nbval
 	NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
-	  --nbval-lax --nbval-current-env --nbval-cell-timeout=600 -q $(TEST_OUT)/nbval
+	  --nbval-lax --nbval-current-env --nbval-cell-timeout=600 \
+	  --nbval-sanitize-with tests/nbval_numbers.cfg -q $(TEST_OUT)/nbval
 
-# Golden outputs (tests/golden/): the reference text nbval compares the tagged cells with.
-# Update only deliberately, after reading the diff: make golden && git diff tests/golden
+# Golden outputs (tests/golden/): the numbers and words the tagged cells print, with each
+# measured number's tolerance, and the baseline images.  Prints every number that moves;
+# a move beyond tolerance is refused unless REASON says why (logged in tests/golden/CHANGES.md).
 golden: $(STAMP)
 	mkdir -p $(TEST_OUT)
 	NTP_FIGURE_DIR=$(TEST_OUT)/figures NTP_EXECUTED_DIR=$(TEST_OUT)/executed \
 	  $(PY) -m ntpcore.reproduce --profile quick --jobs $(JOBS)
-	$(PY) -m ntpcore.pipeline.golden update $(TEST_OUT)/executed
+	$(PY) -m ntpcore.pipeline.golden update $(TEST_OUT)/executed --figures $(TEST_OUT)/figures \
+	  $${REASON:+--reason "$$REASON"}
+
+# The quick profile under several floating-point configurations, each from an empty cache:
+# spreads of every printed number, claim and figure, each run checked against the goldens
+# (results/reproducibility/report.json, shown on the book's Reproducibility page).
+REPRO ?= native numpy-avx2 numpy-baseline openblas-nehalem openblas-sandybridge \
+         openblas-haswell openblas-skylakex threads-2 torch-avx2 sandybridge-baseline
+reproducibility: $(STAMP)
+	$(PY) -m ntpcore.pipeline.reproducibility --configs $(REPRO) --jobs $(JOBS)
 
 # Strict nbval: every text output of the book's executed notebooks must reproduce.
 check-book: $(STAMP)

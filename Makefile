@@ -7,6 +7,7 @@
 #   make golden [REASON="..."]                 rewrite tests/golden/ (says what moved; a move
 #                                              beyond tolerance needs REASON)
 #   make reproducibility [REPRO="native ..."]  quick profile under several floating-point paths
+#   make mutations                             deliberate scientific errors: are they all caught?
 #   make install | notebooks | html | check-book | browser-test | bench | lint | dev | clean
 #   make book TORCH_INDEX=<url>                torch from that index (default: the CPU build)
 #
@@ -33,11 +34,11 @@ TEST_OUT := _build/test
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := 1
 
-.PHONY: help install book notebooks html test unit nbval golden reproducibility check-book \
-        browser-test bench lint dev clean distclean
+.PHONY: help install book notebooks html test unit nbval golden reproducibility mutations \
+        check-book browser-test bench lint dev clean distclean
 
 help:
-	@sed -n '2,14p' Makefile
+	@sed -n '2,15p' Makefile
 
 install: $(STAMP)
 
@@ -106,6 +107,12 @@ REPRO ?= native numpy-avx2 numpy-baseline openblas-nehalem openblas-sandybridge 
          openblas-haswell openblas-skylakex threads-2 torch-avx2 sandybridge-baseline
 reproducibility: $(STAMP)
 	$(PY) -m ntpcore.pipeline.reproducibility --configs $(REPRO) --jobs $(JOBS)
+
+# The mutation catalogue (tests/mutations/): each deliberate error runs its figures in the
+# quick profile from an empty cache and must fail a claim, a golden number or a baseline
+# image; ends with "mutation score: K/N killed" (results/mutations/report.json, Claims page).
+mutations: $(STAMP)
+	$(PY) -m ntpcore.pipeline.mutations
 
 # Strict nbval: every text output of the book's executed notebooks must reproduce.
 check-book: $(STAMP)

@@ -281,3 +281,35 @@ def test_kernel_logs_stay_quiet_but_a_dying_kernel_is_reported(dirs, monkeypatch
     outcome = reproduce.run_job(reproduce.Job(entry, "quick", {"profile": "quick"}), False)
     assert not outcome.ok and "d.ipynb" in outcome.message
     assert "DeadKernelError" in outcome.message, outcome.message
+
+
+def test_a_kernel_that_dies_before_it_starts_is_started_again(capsys):
+    """Seen under load: "Kernel died before replying to kernel_info" (no cell ran)."""
+    calls = []
+
+    def flaky(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+
+    reproduce._execute(flaky, "lin-x", "nb.ipynb")
+    assert len(calls) == 2
+    assert "the kernel of lin-x did not start" in capsys.readouterr().err
+
+    def broken(*args, **kwargs):
+        calls.append(args)
+        raise RuntimeError("a cell failed")
+
+    calls.clear()
+    with pytest.raises(RuntimeError, match="a cell failed"):
+        reproduce._execute(broken, "lin-x")
+    assert len(calls) == 1  # a notebook error is not retried
+
+    def dead(*args, **kwargs):
+        calls.append(args)
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    calls.clear()
+    with pytest.raises(RuntimeError, match="Kernel died"):
+        reproduce._execute(dead, "lin-x")
+    assert len(calls) == reproduce.KERNEL_START_TRIES

@@ -48,6 +48,14 @@ def _sidecar(fig_id: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def _data_link(fig_id: str, template: str, text: str | None = None) -> str:
+    """A download link to the figure's source data (every panel's series), if it exists."""
+    if not (paths.figure_dir() / f"{fig_id}.data.json").exists():
+        return ""
+    text = text or f"{fig_id}.data.json"
+    return template.format(f"{{download}}`{text} </book/figures/{fig_id}.data.json>`")
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -109,6 +117,7 @@ class NTPFigure(_MystDirective):
             f"*Claim:* {entry.claim} "
             f"Notebook: {{doc}}`/book/executed/{fig_id}`. "
             f"Regenerate: `python -m ntpcore.reproduce --only {fig_id}`."
+            + _data_link(fig_id, " Source data: {}.")
         )
         if entry.deviations:
             caption += " *Differs from the paper:* " + " ".join(
@@ -154,7 +163,10 @@ class NTPReproducibility(_MystDirective):
             runtime = side.get("notebook_wall_time_s")
             rows.append(
                 [
-                    f"{{doc}}`{fig_id} </book/executed/{fig_id}>`" if side else fig_id,
+                    f"{{doc}}`{fig_id} </book/executed/{fig_id}>`"
+                    + _data_link(fig_id, " ({})", "data")
+                    if side
+                    else fig_id,
                     _paper_label(entry.paper_label),
                     f"`{Path(entry.notebook).name}`",
                     side.get("profile", "not run"),

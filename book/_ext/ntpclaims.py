@@ -14,6 +14,10 @@ Directive ``{ntp-claims}``
     The claims ledger as tables: with ``:paper: lin`` one table of that paper's claims
     (claim, source in the paper, the paper's number, ours, comparison, status, figure),
     without options the summary line over all figures.
+
+Directive ``{ntp-mutations}``
+    The mutation score from ``results/mutations/report.json`` (``make mutations``): the
+    score, the date and commit of the run, and a table of every mutation with what caught it.
 """
 
 from __future__ import annotations
@@ -212,7 +216,72 @@ class NTPClaims(SphinxDirective):
         ]
 
 
+MUTATIONS_JSON = paths.RESULTS_DIR / "mutations" / "report.json"
+
+
+def mutations_text(data: dict) -> str:
+    """The score line and the table of the mutation run (a pure function, tested)."""
+    real = [o for o in data["outcomes"] if o["kind"] != "control"]
+    when = data.get("when", "?")[:10]
+    commit = (data.get("commit") or "unknown")[:10]
+    explained = [o for o in real if o["applied"] and not o["killed"] and o.get("explained")]
+    lines = [
+        f"**Mutation score: {data['killed']}/{data['total']} killed** "
+        f"(run on {when} at commit `{commit}`, {data.get('profile', 'quick')} profile"
+        + (f"; {len(explained)} survivor(s) explained below" if explained else "")
+        + ").",
+        "",
+        ":::{list-table}",
+        ":header-rows: 1",
+        ":class: ntp-claims",
+        "",
+        "* - mutation",
+        "  - what is wrong",
+        "  - figures",
+        "  - caught by",
+    ]
+    for o in data["outcomes"]:
+        if o["kind"] == "control":
+            caught = "nothing (a control: it must pass)" if not o["by"] else "; ".join(o["by"])
+        elif not o["applied"]:
+            caught = "**not applied**"
+        elif o["killed"]:
+            caught = "; ".join(f"`{b}`" if b.startswith("claims") else b for b in o["by"])
+        else:
+            caught = f"**survived**: {o.get('explained') or 'no check caught it'}"
+        lines += [
+            f"* - `{o['name']}`",
+            f"  - {o['what']}",
+            f"  - {', '.join(o['figures'])}",
+            f"  - {caught}",
+        ]
+    lines.append(":::")
+    return "\n".join(lines)
+
+
+class NTPMutations(SphinxDirective):
+    """``{ntp-mutations}``: the mutation score and table (or a note when never run)."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        if MUTATIONS_JSON.exists():
+            self.env.note_dependency(str(MUTATIONS_JSON))
+            text = mutations_text(json.loads(MUTATIONS_JSON.read_text()))
+        else:
+            text = (
+                ":::{note}\nNo mutation run in this build. `make mutations` runs the "
+                "catalogue and `make html` shows its score here.\n:::"
+            )
+        container = nodes.container()
+        self.state.nested_parse(
+            StringList(text.splitlines(), source=self.env.docname), self.content_offset, container
+        )
+        return container.children
+
+
 def setup(app):
     app.add_role("ntpval", NTPVal())
     app.add_directive("ntp-claims", NTPClaims)
+    app.add_directive("ntp-mutations", NTPMutations)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

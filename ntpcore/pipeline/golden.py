@@ -531,6 +531,8 @@ def update(
             staged[path] = new
     if figures is not None:
         for r in images.check(figures, write_diffs=False):
+            if not (figures / f"{r.fig_id}.png").exists():
+                continue  # a partial run (--only) updates the figures it made
             if r.problem or not r.ok:
                 result.changes.append(Difference(r.fig_id, "image", "image", "", r.describe()))
             elif r.rms:

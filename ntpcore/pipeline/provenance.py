@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 
 import ntpcore
 from ntpcore.core.io import write_atomic, write_text_atomic
-from ntpcore.pipeline import paths
+from ntpcore.pipeline import paths, sourcedata
 from ntpcore.pipeline.cache import _canonical
 from ntpcore.pipeline.plotting import stamp_quick
 
@@ -86,8 +86,11 @@ def savefig(
     seeds: Any = None,
     extra: dict[str, Any] | None = None,
     claims: Any = None,
+    series: dict[tuple[int, str], tuple[Any, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Save ``fig`` as PNG + PDF with a JSON provenance sidecar; return the sidecar.
+    """Save ``fig`` as PNG + PDF with a JSON provenance sidecar and the figure's source data
+    (``<fig_id>.data.json``: every panel's series, :mod:`ntpcore.pipeline.sourcedata`);
+    return the sidecar.
 
     Parameters
     ----------
@@ -100,11 +103,16 @@ def savefig(
     extra : anything else worth recording (solver status, infeasible draws, ...)
     claims : the figure's :class:`ntpcore.claims.Ledger`; its claims go into the sidecar
         (the runner refreshes them from the ledger file after the notebook finishes)
+    series : ``{(panel, label): (x, y)}``: labelled lines checked against the computed
+        results they name before anything is written (a swapped label or a series from
+        another run raises :class:`~ntpcore.pipeline.sourcedata.FigureDataError`)
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
     if not fig_id or "/" in fig_id or fig_id.startswith("."):
         raise ValueError(f"invalid fig_id {fig_id!r}")
+    n_series = sourcedata.check_series(fig, series or {})
+    data = sourcedata.extract(fig)
     if profile == "quick":
         stamp_quick(fig)
     git = git_state()
@@ -136,10 +144,12 @@ def savefig(
         "git": git,
         "versions": versions(),
         "compute_wall_time_s": round(time.perf_counter() - _T0, 3),
-        "files": [f"{fig_id}.png", f"{fig_id}.pdf"],
+        "files": [f"{fig_id}.png", f"{fig_id}.pdf", f"{fig_id}.data.json"],
+        "series_checked": n_series,
     }
     write_atomic(outdir / f"{fig_id}.png", lambda fh: fh.write(png.getvalue()))
     write_atomic(outdir / f"{fig_id}.pdf", lambda fh: fh.write(pdf.getvalue()))
+    write_text_atomic(outdir / f"{fig_id}.data.json", json.dumps({"fig_id": fig_id, **data}))
     write_text_atomic(outdir / f"{fig_id}.json", json.dumps(sidecar, indent=2, sort_keys=True))
     if outdir == paths.explore_dir(fig_id):
         print(

@@ -228,7 +228,7 @@ def _printed(executed: Path) -> dict[str, tuple[str, golden.Number, str]]:
 def _claims(figures: Path) -> dict[str, float]:
     """Every numeric claim's measured value (full precision) from the sidecars."""
     out = {}
-    for side in sorted(figures.glob("*.json")):
+    for side in sorted(p for p in figures.glob("*.json") if not p.name.endswith(".data.json")):
         try:
             data = json.loads(side.read_text())
         except (OSError, ValueError):

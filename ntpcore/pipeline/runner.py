@@ -253,6 +253,31 @@ def _describe_failure(exc: BaseException, nb_name: str) -> str:
     return f"{nb_name}: {type(exc).__name__}: {exc}"
 
 
+#: What jupyter_client raises when a kernel process ends before it answers its first request
+#: (seen on a loaded machine, when kernels of several processes start at once): no cell ran,
+#: so the start is tried again.
+KERNEL_START_FAILURES = ("Kernel died before replying to kernel_info", "Kernel didn't respond")
+KERNEL_START_TRIES = 3
+
+
+def _execute(execute, fig_id: str, *args, **kwargs) -> None:
+    """``execute(*args, **kwargs)`` (papermill), tried again when the kernel fails to start."""
+    for attempt in range(1, KERNEL_START_TRIES + 1):
+        try:
+            execute(*args, **kwargs)
+            return
+        except RuntimeError as exc:
+            if attempt == KERNEL_START_TRIES or not any(
+                s in str(exc) for s in KERNEL_START_FAILURES
+            ):
+                raise
+            print(
+                f"note: the kernel of {fig_id} did not start ({exc}); starting it again",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
 def run_job(job: Job, progress: bool = True) -> Outcome:
     """Execute one notebook in a staging folder and publish its outputs on success."""
     import papermill
@@ -272,7 +297,9 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
     os.environ["NTP_FIGURE_DIR"] = str(fig_stage)
     t0 = time.perf_counter()
     try:
-        papermill.execute_notebook(
+        _execute(
+            papermill.execute_notebook,
+            fig_id,
             str(job.entry.notebook_path),
             str(executed),
             parameters=job.parameters,
@@ -349,16 +376,18 @@ def _claims_problem(fig_id: str, profile: str, claims: tuple[dict[str, Any], ...
 
 
 def _keep_failed(executed: Path, fig_stage: Path, fig_id: str) -> str:
-    """Move a failed run's executed copy and figure files under FAILED_DIR; return where."""
-    FAILED_DIR.mkdir(parents=True, exist_ok=True)
+    """Move a failed run's executed copy and figure files under FAILED_DIR (or
+    ``$NTP_FAILED_DIR``, set by the mutation runs); return where."""
+    failed = Path(os.environ["NTP_FAILED_DIR"]) if os.environ.get("NTP_FAILED_DIR") else FAILED_DIR
+    failed.mkdir(parents=True, exist_ok=True)
     if executed.exists():
-        shutil.move(executed, FAILED_DIR / executed.name)
+        shutil.move(executed, failed / executed.name)
     if fig_stage.exists() and any(fig_stage.iterdir()):
-        target = FAILED_DIR / fig_id
+        target = failed / fig_id
         shutil.rmtree(target, ignore_errors=True)
         shutil.move(fig_stage, target)
-        return f"{_rel(FAILED_DIR / executed.name)} and {_rel(target)}/"
-    return _rel(FAILED_DIR / executed.name)
+        return f"{_rel(failed / executed.name)} and {_rel(target)}/"
+    return _rel(failed / executed.name)
 
 
 def _finish_sidecar(
@@ -415,7 +444,9 @@ def _publish(
     executed_dir.mkdir(parents=True, exist_ok=True)
     # On one file system shutil.move is a rename, atomic per file.  The sidecar goes last, so a
     # sidecar always describes the figure files beside it.
-    for f in sorted(fig_stage.iterdir(), key=lambda p: p.suffix == ".json"):
+    for f in sorted(
+        fig_stage.iterdir(), key=lambda p: (p.suffix == ".json", p.name == f"{fig_id}.json")
+    ):
         shutil.move(f, fig_dir / f.name)
     shutil.move(executed, executed_dir / f"{fig_id}.ipynb")
 

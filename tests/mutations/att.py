@@ -1,0 +1,331 @@
+"""Mutations of the attention paper (Li et al., AISTATS 2024): errors a run must catch.
+
+Each entry wraps one function where the code under test looks it up (mostly the names that
+``ntpcore.att.experiments`` imports, so that the independent checks of
+:mod:`ntpcore.att.verify` still see the true objects), or a function of
+:mod:`ntpcore.att.plots`; see :mod:`ntpcore.pipeline.mutations`.  Perturbations are
+deterministic (a seeded numpy generator).
+"""
+
+from __future__ import annotations
+
+from ntpcore.pipeline.mutations import Mutation
+
+# W^fin: the experiments and the automaton (conceptual figure, playground) each import it.
+_WFIN = """
+import numpy as _np
+import ntpcore.att.automaton as _auto
+import ntpcore.att.experiments as _exp
+
+_orig = _exp.finite_component
+
+
+def _mutated(*args, **kwargs):
+    _applied()
+    W = _orig(*args, **kwargs)
+    {body}
+    return W
+
+
+_exp.finite_component = _mutated
+_auto.finite_component = _mutated
+"""
+
+# W^svm: the experiments import graph_svm_from_graphs; graph_svm (automaton) calls it in svm.
+_WSVM = """
+import dataclasses as _dc
+import numpy as _np
+import ntpcore.att.experiments as _exp
+import ntpcore.att.svm as _svm
+
+_orig = _svm.graph_svm_from_graphs
+
+
+def _mutated(*args, **kwargs):
+    _applied()
+    res = _orig(*args, **kwargs)
+    W = res.W
+    {body}
+    return _dc.replace(res, W=W)
+
+
+_exp.graph_svm_from_graphs = _mutated
+_svm.graph_svm_from_graphs = _mutated
+"""
+
+# The descent loop of every trained model of the experiments.
+_DESCENT = """
+import numpy as _np
+import ntpcore.att.experiments as _exp
+
+_orig = _exp.run_descent
+
+
+def _mutated(W0, P, **kw):
+    {body}
+    return _orig(W0, P, **kw)
+
+
+_exp.run_descent = _mutated
+"""
+
+# The mean ± std band of the curve figures (the notebooks import it after start-up).
+_BAND = """
+import numpy as _np
+import ntpcore.att.plots as _plots
+
+_orig = _plots.band
+
+
+def _mutated(ax, x, Y, **kw):
+    _applied()
+    {body}
+    return _orig(ax, x, Y, **kw)
+
+
+_plots.band = _mutated
+"""
+
+MUTATIONS = [
+    Mutation(
+        "att-control",
+        "control",
+        "att",
+        "nothing changed: the figures must pass (the harness's negative control)",
+        ("att-acyclic-large-lr",),
+        "pass\n",
+    ),
+    # ------------------------------------------------------------------ finite part W^fin
+    Mutation(
+        "att-wfin-scaled",
+        "finite part",
+        "att",
+        "the finite component W^fin scaled by 1.05",
+        ("att-cyclic-convergence",),
+        _WFIN.format(body="W = 1.05 * W"),
+    ),
+    Mutation(
+        "att-wfin-perturbed",
+        "finite part",
+        "att",
+        "the finite component W^fin moved by seeded noise of 2% of its norm",
+        ("att-conceptual",),
+        _WFIN.format(
+            body="N = _np.random.default_rng(0).standard_normal(W.shape); "
+            "W = W + 0.02 * _np.linalg.norm(W) * N / _np.linalg.norm(N)"
+        ),
+    ),
+    # ------------------------------------------------------------------ Graph-SVM W^svm
+    Mutation(
+        "att-wsvm-scaled",
+        "max-margin",
+        "att",
+        "the Graph-SVM direction W^svm scaled by 1.05: its margins are 1.05, not 1",
+        ("att-acyclic-large-lr",),
+        _WSVM.format(body="W = 1.05 * W"),
+    ),
+    Mutation(
+        "att-wsvm-perturbed",
+        "max-margin",
+        "att",
+        "the Graph-SVM direction W^svm moved by seeded noise of 5% of its norm",
+        ("att-cyclic-convergence",),
+        _WSVM.format(
+            body="N = _np.random.default_rng(1).standard_normal(W.shape); "
+            "W = W + 0.05 * _np.linalg.norm(W) * N / _np.linalg.norm(N)"
+        ),
+    ),
+    # ------------------------------------------------------------------ TPGs and SCCs
+    Mutation(
+        "att-scc-merged",
+        "support",
+        "att",
+        "the experiments and the automaton see the first two SCCs of every token-priority "
+        "graph merged into one",
+        ("att-conceptual", "att-scc-statistics"),
+        """
+        import dataclasses as _dc
+        import ntpcore.att.automaton as _auto
+        import ntpcore.att.experiments as _exp
+
+        _orig = _exp.scc_structures
+
+
+        def _merge(s):
+            if s.n_sccs < 2:
+                return s
+            _applied()
+            scc = s.scc.copy()
+            scc[scc == 1] = 0
+            scc[scc > 1] -= 1
+            level = s.level.copy()
+            level[scc == 0] = s.level[s.scc == 0][0]
+            return _dc.replace(s, scc=scc, level=level)
+
+
+        def _mutated(graphs):
+            return [_merge(s) for s in _orig(graphs)]
+
+
+        _exp.scc_structures = _mutated
+        _auto.scc_structures = _mutated
+        """,
+    ),
+    Mutation(
+        "att-tpg-edge-reversed",
+        "support",
+        "att",
+        "the Graph-SVM is solved on token-priority graphs with one edge reversed "
+        "(j -> y instead of y -> j)",
+        ("att-cyclic-convergence",),
+        """
+        import ntpcore.att.experiments as _exp
+        import ntpcore.att.svm as _svm
+
+        _orig = _svm.graph_svm_from_graphs
+
+
+        def _mutated(E, graphs, **kwargs):
+            graphs = [G.copy() for G in graphs]
+            G = max(graphs, key=lambda g: g.number_of_edges())
+            for i, j in sorted(G.edges):
+                if not G.has_edge(j, i):
+                    _applied()
+                    G.remove_edge(i, j)
+                    G.add_edge(j, i)
+                    break
+            return _orig(E, graphs, **kwargs)
+
+
+        _exp.graph_svm_from_graphs = _mutated
+        _svm.graph_svm_from_graphs = _mutated
+        """,
+    ),
+    # ------------------------------------------------------------------ last token
+    Mutation(
+        "att-query-off-by-one",
+        "attention",
+        "att",
+        "the attention query taken from the second-to-last token of each sequence",
+        ("att-acyclic-small-lr",),
+        """
+        import dataclasses as _dc
+        import ntpcore.att.experiments as _exp
+
+        _orig = _exp.make_problem
+
+
+        def _mutated(*args, **kwargs):
+            _applied()
+            P = _orig(*args, **kwargs)
+            return _dc.replace(P, xbar=P.X[:, :, -2].copy())
+
+
+        _exp.make_problem = _mutated
+        """,
+    ),
+    # ------------------------------------------------------------------ training
+    Mutation(
+        "att-step-halved",
+        "training",
+        "att",
+        "normalized GD with half the step size eta",
+        ("att-acyclic-small-lr",),
+        _DESCENT.format(body='_applied(); kw["eta"] = 0.5 * _np.asarray(kw["eta"], float)'),
+    ),
+    Mutation(
+        "att-ngd-unnormalized",
+        "training",
+        "att",
+        "the run labelled normalized GD is plain GD (the gradient is not normalised)",
+        ("att-acyclic-large-lr", "att-cyclic-convergence"),
+        _DESCENT.format(
+            body='if kw.get("normalized", True):\n        _applied(); kw["normalized"] = False'
+        ),
+    ),
+    Mutation(
+        "att-training-short",
+        "training",
+        "att",
+        "the models trained for a tenth of their steps",
+        ("att-acyclic-small-lr",),
+        _DESCENT.format(
+            body='_applied(); n = max(1, kw["n_steps"] // 10); kw["n_steps"] = n\n'
+            '    if kw.get("record") is not None:\n'
+            '        kw["record"] = _np.unique(_np.minimum(_np.asarray(kw["record"]), n))'
+        ),
+    ),
+    # ------------------------------------------------------------------ regularization path
+    Mutation(
+        "att-regpath-radius",
+        "max-margin",
+        "att",
+        "the regularization path constrains ||W||^2 <= R instead of ||W|| <= R (radius sqrt(R))",
+        ("att-reg-path",),
+        """
+        import numpy as _np
+        import ntpcore.att.experiments as _exp
+
+        _orig = _exp.regularization_path
+
+
+        def _mutated(E, tokens, labels, radii, **kwargs):
+            _applied()
+            return _orig(E, tokens, labels, _np.sqrt(_np.asarray(radii, float)), **kwargs)
+
+
+        _exp.regularization_path = _mutated
+        """,
+    ),
+    # ------------------------------------------------------------------ data
+    Mutation(
+        "att-sequences-with-replacement",
+        "data",
+        "att",
+        "random sequences drawn with replacement (tokens may repeat) instead of T distinct tokens",
+        ("att-scc-statistics", "att-acyclic-large-lr"),
+        """
+        import numpy as _np
+        import ntpcore.att.data as _data
+
+        _orig = _data.random_sequences
+
+
+        def _mutated(rng, n, T, K):
+            _applied()
+            return rng.integers(0, K, size=(n, T)).astype(_np.int64)
+
+
+        _data.random_sequences = _mutated
+        """,
+    ),
+    # ------------------------------------------------------------------ plots
+    Mutation(
+        "att-plot-steps-reversed",
+        "plot",
+        "att",
+        "every band drawn against its x axis reversed (the last step plotted first)",
+        ("att-acyclic-large-lr",),
+        _BAND.format(body="x = _np.asarray(x)[::-1]"),
+    ),
+    Mutation(
+        "att-plot-labels-swapped",
+        "plot",
+        "att",
+        "the legend labels of the global and the local Graph-SVM correlations swapped",
+        ("att-local-convergence",),
+        _BAND.format(
+            body='swap = {"global Graph-SVM": "local Graph-SVM", '
+            '"local Graph-SVM": "global Graph-SVM"}\n'
+            '    kw["label"] = swap.get(kw.get("label"), kw.get("label"))'
+        ),
+    ),
+    Mutation(
+        "att-plot-one-trial",
+        "plot",
+        "att",
+        "every band shows the first trial alone instead of the mean and spread over the trials",
+        ("att-acyclic-small-lr",),
+        _BAND.format(body="Y = _np.asarray(Y, float)[:1]"),
+    ),
+]

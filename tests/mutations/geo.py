@@ -1,0 +1,285 @@
+"""Mutations of the geometry paper (Zhao et al., COLM 2024): errors a run must catch.
+
+Each entry wraps one function of ``ntpcore.geo`` where the experiments of
+``ntpcore.geo.experiments`` look it up (the package face ``ntpcore.geo``, the training module
+``ntpcore.geo.train`` read as ``gt``, the dataset generators as imported by the experiment
+modules), or one matplotlib call of one figure; see :mod:`ntpcore.pipeline.mutations`.
+"""
+
+from __future__ import annotations
+
+from ntpcore.pipeline.mutations import Mutation
+
+# The nuclear-norm NTP-SVM solver as convex.py (``g.solve_nuclear_svm``) and ``g.nuclear_svm``
+# (``ntpcore.geo.svm.solve_nuclear_svm``) call it; ``{body}`` maps ``L`` (and may read ``S``)
+# to the wrong solution, whose objective and violation are then recomputed honestly.
+_SVM = """
+import dataclasses as _dc
+import numpy as _np
+import ntpcore.geo as _geo
+import ntpcore.geo.svm as _svm
+
+_orig = _svm.solve_nuclear_svm
+
+
+def _mutated(S, *args, **kwargs):
+    _applied()
+    res = _orig(S, *args, **kwargs)
+    L = res.L
+    {body}
+    return _dc.replace(
+        res,
+        L=L,
+        objective=float(_np.linalg.svd(L, compute_uv=False).sum()),
+        violation=_svm.svm_constraint_violation(L, S),
+    )
+
+
+_geo.solve_nuclear_svm = _mutated
+_svm.solve_nuclear_svm = _mutated
+"""
+
+# ``gt.train`` as ntpcore.geo.experiments.training calls it; ``{body}`` edits ``cfg``, the
+# run's TrainConfig (frozen: use dataclasses.replace).
+_TRAIN = """
+import dataclasses as _dc
+import ntpcore.geo.train as _gt
+
+_orig = _gt.train
+
+
+def _mutated(ds, cfg, **kwargs):
+    {body}
+    return _orig(ds, cfg, **kwargs)
+
+
+_gt.train = _mutated
+"""
+
+# ``g.regularization_path`` as convex.run_reg_path calls it.
+_PATH = """
+import numpy as _np
+import ntpcore.geo as _geo
+
+_orig = _geo.regularization_path
+
+
+def _mutated(P, pi, lambdas, **kwargs):
+    _applied()
+    {body}
+
+
+_geo.regularization_path = _mutated
+"""
+
+MUTATIONS = [
+    Mutation(
+        "geo-control",
+        "control",
+        "geo",
+        "nothing changed: the figure must pass (the harness's negative control)",
+        ("geo-support-lmm",),
+        "pass\n",
+    ),
+    Mutation(
+        "geo-lmm-scaled",
+        "max-margin",
+        "geo",
+        "the nuclear-norm SVM solution L^mm scaled by 1.02: its margins are 1.02, not 1",
+        ("geo-support-lmm",),
+        _SVM.format(body="L = 1.02 * L"),
+    ),
+    Mutation(
+        "geo-lmm-perturbed",
+        "max-margin",
+        "geo",
+        "L^mm moved by seeded noise of 0.1% of its norm",
+        ("geo-support-lmm",),
+        _SVM.format(
+            body="E = _np.random.default_rng(0).standard_normal(L.shape); "
+            "L = L + 1e-3 * _np.linalg.norm(L) * E / _np.linalg.norm(E)"
+        ),
+    ),
+    Mutation(
+        "geo-support-flipped",
+        "support",
+        "geo",
+        "the support matrix S with one entry flipped: the first next word of the first "
+        "context is left out of its support",
+        ("geo-support-lmm",),
+        """
+        import numpy as _np
+        import ntpcore.geo.data as _data
+
+        _orig = _data.ContextDataset.S
+
+
+        def _mutated(self):
+            _applied()
+            S = _orig.fget(self).copy()
+            S[_np.flatnonzero(S[:, 0])[0], 0] = False
+            return S
+
+
+        _data.ContextDataset.S = property(_mutated)
+        """,
+    ),
+    Mutation(
+        "geo-ufm-half-epochs",
+        "training",
+        "geo",
+        "the UFM trained for half its epochs",
+        ("geo-trained-logits",),
+        _TRAIN.format(
+            body='if cfg.model == "ufm":\n'
+            "        _applied()\n"
+            "        cfg = _dc.replace(cfg, n_epochs=cfg.n_epochs // 2)"
+        ),
+    ),
+    Mutation(
+        "geo-lr-halved",
+        "training",
+        "geo",
+        "every model trained with half the learning rate",
+        ("geo-trained-logits",),
+        _TRAIN.format(body="_applied(); cfg = _dc.replace(cfg, lr=0.5 * cfg.lr)"),
+    ),
+    Mutation(
+        "geo-loss-no-entropy",
+        "loss",
+        "geo",
+        "the regularization path reports CE instead of CE - H (the entropy term missing)",
+        ("geo-reg-path",),
+        _PATH.format(
+            body="res = _orig(P, pi, lambdas, **kwargs)\n"
+            '    res["excess"] = res["excess"] + _geo.entropy(P, pi)\n'
+            "    return res"
+        ),
+    ),
+    Mutation(
+        "geo-loss-log2",
+        "loss",
+        "geo",
+        "the training curves record CE - H in bits (log base 2) instead of nats",
+        ("geo-training-curves-synthetic",),
+        """
+        import math as _math
+        import ntpcore.geo.train as _gt
+
+        _orig = _gt.ce_excess
+
+
+        def _mutated(*args, **kwargs):
+            _applied()
+            return _orig(*args, **kwargs) / _math.log(2.0)
+
+
+        _gt.ce_excess = _mutated
+        """,
+    ),
+    Mutation(
+        "geo-synthetic-law",
+        "data",
+        "geo",
+        "the synthetic set's multiplicities drawn uniform in {1..8} instead of {1..4}",
+        ("geo-datasets",),
+        """
+        import ntpcore.geo.experiments.convex as _convex
+        import ntpcore.geo.experiments.data as _expdata
+        import ntpcore.geo.synthetic as _synth
+
+        _orig = _synth.synthetic_dataset
+
+
+        def _mutated(seed=0, **kwargs):
+            _applied()
+            kwargs["max_repeat"] = 8
+            return _orig(seed, **kwargs)
+
+
+        _synth.synthetic_dataset = _mutated
+        _expdata.synthetic_dataset = _mutated
+        _convex.synthetic_dataset = _mutated
+        """,
+    ),
+    Mutation(
+        "geo-proxy-not-centred",
+        "max-margin",
+        "geo",
+        "the proxy S~ is the raw support S, not centred by (I - 11^T/V)",
+        ("geo-proxy-exactness", "geo-support-lmm"),
+        """
+        import numpy as _np
+        import ntpcore.geo as _geo
+
+
+        def _mutated(S):
+            _applied()
+            return _np.asarray(S, dtype=_np.float64)
+
+
+        _geo.centered_support = _mutated
+        """,
+    ),
+    Mutation(
+        "geo-reg-path-lambda-scaled",
+        "loss",
+        "geo",
+        "the regularization path solved at 2 lambda but reported at lambda",
+        ("geo-reg-path",),
+        _PATH.format(
+            body="res = _orig(P, pi, 2.0 * _np.asarray(lambdas), **kwargs)\n"
+            '    res["lambdas"] = _np.asarray(lambdas, dtype=float)\n'
+            "    return res"
+        ),
+    ),
+    Mutation(
+        "geo-reg-path-legend-swapped",
+        "plot",
+        "geo",
+        "the legend labels of panel (d) of the regularization path swapped (to L^mm / to S~)",
+        ("geo-reg-path",),
+        """
+        import matplotlib.axes as _axes
+
+        _orig = _axes.Axes.semilogx
+        _SWAP = {r"to $L^{mm}$": r"to $\\tilde S$", r"to $\\tilde S$": r"to $L^{mm}$"}
+
+
+        def _mutated(self, *args, **kwargs):
+            if kwargs.get("label") in _SWAP:
+                _applied()
+                kwargs["label"] = _SWAP[kwargs["label"]]
+            return _orig(self, *args, **kwargs)
+
+
+        _axes.Axes.semilogx = _mutated
+        """,
+    ),
+    Mutation(
+        "geo-trained-panel-swapped",
+        "plot",
+        "geo",
+        "the Transformer panel of the trained-logits figure shows the UFM's logits",
+        ("geo-trained-logits",),
+        """
+        import matplotlib.axes as _axes
+
+        _orig = _axes.Axes.set_title
+        _SEEN = {}
+
+
+        def _mutated(self, label, *args, **kwargs):
+            if label == "UFM logits $L=WH$" and self.images:
+                _SEEN["ufm"] = self.images[-1].get_array()
+            elif label == "Transformer logits $L=WH$" and self.images and "ufm" in _SEEN:
+                _applied()
+                self.images[-1].set_data(_SEEN["ufm"])
+                self.images[-1].autoscale()
+            return _orig(self, label, *args, **kwargs)
+
+
+        _axes.Axes.set_title = _mutated
+        """,
+    ),
+]

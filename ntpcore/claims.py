@@ -15,6 +15,10 @@ claim with
   ``reference_source=``: e.g. an independent re-implementation),
 * the profiles in which it must hold: a claim that needs paper-profile lengths is
   recorded as *not evaluated* in the quick profile,
+* ``sanity=True`` for a check that mathematics or the construction guarantees (a cosine
+  matrix has a unit diagonal, CE is at least the entropy): it is still checked and fails the
+  run when it does not hold, but it is printed ``CHECK`` instead of ``PASS`` and is not
+  counted among the claims of the paper,
 * where our run is known not to reproduce the paper, ``known_deviation=``: the reason in
   the book's words.  Such a claim is still evaluated and shown, as not holding, with the
   reason; it does not fail the run.  Every other failed claim does.
@@ -152,6 +156,7 @@ class Claim:
     reference_source: str | None = None
     note: str | None = None
     known_deviation: str | None = None
+    sanity: bool = False
 
     @property
     def blocking(self) -> bool:
@@ -161,6 +166,8 @@ class Claim:
     def line(self) -> str:
         """The one line a check prints (also what the golden outputs compare)."""
         tag = {"pass": "PASS", "fail": "FAIL", "not-evaluated": "SKIP"}[self.status]
+        if self.sanity and self.status == "pass":
+            tag = "CHECK"
         ours = "not evaluated in this profile" if self.status == "not-evaluated" else self.shown
         text = f"{tag} {self.id}: {self.statement} {self.source}: ours {ours} ({self.expect})"
         if self.paper is not None:
@@ -223,6 +230,7 @@ class Ledger:
         digits: int = 3,
         note: str | None = None,
         known_deviation: str | None = None,
+        sanity: bool = False,
     ) -> None:
         """Check one claim, print its line and record it (``ledger.claims[-1]``).
 
@@ -285,7 +293,10 @@ class Ledger:
             reference_source=reference_source,
             note=note,
             known_deviation=known_deviation,
+            sanity=bool(sanity),
         )
+        if sanity and known_deviation:
+            raise ClaimError(f"claim {full_id!r}: a sanity check cannot be a known deviation")
         self.claims.append(claim)
         print(claim.line())
         self._write()
@@ -300,10 +311,13 @@ class Ledger:
         return [c for c in self.claims if c.blocking]
 
     def summary(self) -> str:
-        n = {s: sum(c.status == s for c in self.claims) for s in STATUSES}
+        paper = [c for c in self.claims if not c.sanity]
+        n = {s: sum(c.status == s for c in paper) for s in STATUSES}
+        checks = len(self.claims) - len(paper)
         return (
-            f"{len(self.claims)} claims: {n['pass']} hold, {n['fail']} do not, "
+            f"{len(paper)} claims: {n['pass']} hold, {n['fail']} do not, "
             f"{n['not-evaluated']} not evaluated in the {self.profile} profile"
+            + (f"; {checks} sanity check(s)" if checks else "")
         )
 
     def _write(self) -> None:

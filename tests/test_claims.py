@@ -152,3 +152,31 @@ def test_a_stated_deviation_is_shown_but_does_not_fail_the_run(tmp_path, monkeyp
     sidecar = json.loads((tmp_path / "figures" / "lin-claimtest.json").read_text())
     broken = sidecar["claims"][1]
     assert broken["status"] == "fail" and broken["known_deviation"].startswith("our toy")
+
+
+def test_a_sanity_check_fails_the_run_but_is_not_counted_as_a_claim(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path))
+    ledger = claims.Ledger("lin-claimtest", "quick")
+    ledger.check(
+        "diag", "unit diagonal", 0.0, claims.at_most(1e-12), source="[geo, Fig. 2]", sanity=True
+    )
+    ledger.check("corr", "correlation", 0.99, claims.at_least(0.9), source="[geo, Fig. 2]")
+    ledger.check(
+        "sym", "symmetric", 1.0, claims.at_most(1e-12), source="[geo, Fig. 2]", sanity=True
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("CHECK lin-claimtest:diag") and lines[2].startswith("FAIL")
+    assert [c.id for c in ledger.failed()] == ["lin-claimtest:sym"]  # still fails the run
+    assert ledger.summary() == (
+        "1 claims: 1 hold, 0 do not, 0 not evaluated in the quick profile; 2 sanity check(s)"
+    )
+    with pytest.raises(claims.ClaimError, match="sanity check cannot be a known deviation"):
+        ledger.check(
+            "x",
+            "x",
+            1.0,
+            claims.at_most(0.0),
+            source="[geo, Fig. 2]",
+            sanity=True,
+            known_deviation="why",
+        )

@@ -133,12 +133,18 @@ def all_claims() -> list[dict]:
 
 
 def summary_line(claims: list[dict]) -> str:
-    n = {s: sum(c["status"] == s for c in claims) for s in STATUS_WORDS}
+    """The counts of the paper's claims; sanity checks (guaranteed by mathematics or the
+    construction, ``sanity=True``) are counted apart."""
+    paper = [c for c in claims if not c.get("sanity")]
+    n = {s: sum(c["status"] == s for c in paper) for s in STATUS_WORDS}
     profiles = sorted({c["profile"] for c in claims}) or ["-"]
+    checks = len(claims) - len(paper)
     return (
-        f"**{len(claims)} claims: {n['pass']} hold, {n['fail']} do not, "
+        f"**{len(paper)} claims: {n['pass']} hold, {n['fail']} do not, "
         f"{n['not-evaluated']} not evaluated in this profile** "
-        f"(profile of the runs: {', '.join(profiles)})."
+        f"(profile of the runs: {', '.join(profiles)})"
+        + (f"; and {checks} sanity checks, not counted as claims" if checks else "")
+        + "."
     )
 
 
@@ -205,6 +211,8 @@ class NTPClaims(SphinxDirective):
             status += " (needs the paper profile)"
         fig_id = c["fig_id"]
         statement = " ".join(str(c["statement"]).split())
+        if c.get("sanity"):
+            statement = f"*(sanity check)* {statement}"
         return [
             statement,
             c["source"],

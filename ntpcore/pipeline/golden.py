@@ -83,7 +83,7 @@ _HEADER = "=== cell {k}"
 _NUMBER = re.compile(r"(?<![\w.])-?(?:\d+\.\d+|\.\d+|\d+)(?:[eE][-+]?\d+)?(?!\w)")
 _MARK = re.compile(r"⟦(\S+) ± (\S+)⟧")
 _CLAIM = re.compile(
-    r"^(?P<head>(?:PASS|FAIL|SKIP) \S+: .*?\]: ours )(?P<ours>.*?)"
+    r"^(?P<head>(?:PASS|FAIL|SKIP|CHECK) \S+: .*?\]: ours )(?P<ours>.*?)"
     r"(?P<tail> \((?:≤|≥|in \[|= |holds).*)$"
 )
 _DEVIATION = " [known deviation: "

@@ -109,12 +109,15 @@ class Outcome:
     def claims_summary(self) -> str:
         if not self.claims:
             return "no claims"
-        n = {s: sum(c["status"] == s for c in self.claims) for s in claims_mod.STATUSES}
-        text = f"{len(self.claims)} claims: {n['pass']} hold"
+        paper = [c for c in self.claims if not c.get("sanity")]
+        n = {s: sum(c["status"] == s for c in paper) for s in claims_mod.STATUSES}
+        text = f"{len(paper)} claims: {n['pass']} hold"
         if n["fail"]:
             text += f", {n['fail']} do not"
         if n["not-evaluated"]:
             text += f", {n['not-evaluated']} not evaluated"
+        if len(paper) < len(self.claims):
+            text += f"; {len(self.claims) - len(paper)} sanity check(s)"
         return text
 
 

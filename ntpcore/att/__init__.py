@@ -95,7 +95,14 @@ from ntpcore.att.svm import (
     local_graph_svm,
     solve_max_margin,
 )
-from ntpcore.att.verify import finite_report, graph_svm_report, scc_report, theory_report
+from ntpcore.att.verify import (
+    finite_part_claims,
+    finite_report,
+    graph_svm_claims,
+    graph_svm_report,
+    scc_report,
+    theory_report,
+)
 from ntpcore.core.metrics import cos
 
 __all__ = [
@@ -142,7 +149,9 @@ __all__ = [
     "token_priority_graphs",
     "toy_dataset",
     "total_variation",
+    "finite_part_claims",
     "finite_report",
+    "graph_svm_claims",
     "graph_svm_report",
     "scc_report",
     "theory_report",

@@ -313,3 +313,13 @@ def test_a_kernel_that_dies_before_it_starts_is_started_again(capsys):
     with pytest.raises(RuntimeError, match="Kernel died"):
         reproduce._execute(dead, "lin-x")
     assert len(calls) == reproduce.KERNEL_START_TRIES
+
+
+def test_list_aligns_its_columns_and_names_figures_beyond_the_paper_one_way():
+    text = reproduce.list_text(registry.load_registry())
+    lines = text.splitlines()
+    starts = {line.index("notebooks/") for line in lines[1:]}
+    assert len(starts) == 1, "the notebook column starts at one place on every line"
+    assert lines[0].split()[:2] == ["figure", "paper"]
+    labels = {line[len(line.split()[0]) :].strip().split("  ")[0] for line in lines[1:]}
+    assert "-" not in labels and "—" not in labels  # always "— (beyond the paper)" or a label

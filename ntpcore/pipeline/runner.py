@@ -121,6 +121,26 @@ class Outcome:
         return text
 
 
+def list_text(registry: dict) -> str:
+    """The registry as ``--list`` prints it: id, the paper's label, notebook, in aligned
+    columns; a figure beyond the paper (label "-" or "—") reads "— (beyond the paper)" or keeps
+    what the registry adds in brackets."""
+
+    def label(text: str) -> str:
+        text = text.strip()
+        if text in ("", "-", "—"):
+            return "— (beyond the paper)"
+        return "—" + text[1:] if text.startswith("-") else text
+
+    rows = [(fig_id, label(e.paper_label), str(e.notebook)) for fig_id, e in registry.items()]
+    w_id = max(len(r[0]) for r in rows)
+    w_label = max(len(r[1]) for r in rows)
+    head = ("figure", "paper label", "notebook")
+    lines = [f"{head[0]:{w_id}s}  {head[1]:{w_label}s}  {head[2]}"]
+    lines += [f"{i:{w_id}s}  {lab:{w_label}s}  {nb}" for i, lab, nb in rows]
+    return "\n".join(lines)
+
+
 def parse_set(items: list[str]) -> dict[str, Any]:
     """Parse ``KEY=VALUE`` strings; values are read as YAML (numbers, bools, lists)."""
     out: dict[str, Any] = {}
@@ -607,8 +627,7 @@ def main(argv: list[str] | None = None) -> int:
             given = [f for f, v in (("--only", args.only), ("--set", args.sets)) if v]
             if given or args.profile != "paper" or args.jobs != 1 or args.order != "reuse":
                 raise ParameterError("--list takes no other option (it only lists the registry)")
-            for fig_id, e in registry.items():
-                print(f"{fig_id:32s} {e.paper_label:10s} {e.notebook}")
+            print(list_text(registry))
             return 0
         if args.jobs < 1:
             raise ParameterError(f"--jobs must be >= 1, got {args.jobs}")

@@ -77,6 +77,32 @@ def build_automaton(E, tokens, labels, *, W_svm=None, W_fin=None) -> Automaton:
     )
 
 
+def _token_ids(sequence) -> NDArray[np.int64]:
+    """Token ids from a sequence of integers or a string such as ``"0, 1, 4"``."""
+    items = sequence.replace(",", " ").split() if isinstance(sequence, str) else sequence
+    try:
+        arr = np.asarray(items, dtype=object).ravel()
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"a sequence of token ids is expected, got {sequence!r}") from exc
+    bad = []
+    ids = []
+    for t in arr:
+        try:
+            v = int(t)
+            if v != float(t):
+                raise ValueError
+        except (TypeError, ValueError):
+            bad.append(t)
+            continue
+        ids.append(v)
+    if bad:
+        raise DataError(
+            f"token ids must be integers, got {', '.join(repr(b) for b in bad)} "
+            f"in {sequence!r} (write e.g. '0, 1, 4')"
+        )
+    return np.asarray(ids, dtype=np.int64)
+
+
 def automaton_predict(auto: Automaton, sequence, *, tol: float = 1e-6) -> AutomatonOutput:
     """Hard retrieval + soft composition for one token sequence (last entry = last token).
 
@@ -84,7 +110,7 @@ def automaton_predict(auto: Automaton, sequence, *, tol: float = 1e-6) -> Automa
     W^svm score is shared by tokens of different SCCs of ``G^(k)`` (or by tokens that ``G^(k)``
     never constrains): the theory then leaves retrieval to finite remainders.
     """
-    seq = np.asarray(sequence, dtype=np.int64).ravel()
+    seq = _token_ids(sequence)
     K = auto.E.shape[0]
     if seq.size == 0:
         raise DataError("the sequence is empty: type at least one token id")
@@ -103,6 +129,8 @@ def automaton_predict(auto: Automaton, sequence, *, tol: float = 1e-6) -> Automa
     notes: list[str] = []
     status = "decided"
     if k not in auto.last_tokens:
+        # no graph constrains the scores of this query: the theory decides nothing
+        status = "undecided"
         notes.append(f"no training sequence ends in token {k}: G^({k}) is empty")
     sccs_O = {int(S.scc[j]) for j in O}
     untouched = [int(j) for j in O if not S.touched[j]]

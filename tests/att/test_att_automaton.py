@@ -18,6 +18,7 @@ from ntpcore.att import (
 )
 from ntpcore.att.data import sample_dataset, toy_dataset
 from ntpcore.att.dynamics import loss_grad, make_problem, run_descent
+from ntpcore.errors import DataError
 
 
 def _auto(name):
@@ -53,6 +54,35 @@ def test_what_the_theory_does_not_decide_is_flagged():
     out = automaton_predict(a, [0, 3, 2])  # no training sequence ends in token 2
     assert out.status == "undecided" and any("ends in token 2" in n for n in out.notes)
     assert automaton_predict(a, [2, 3, 4, 5]).status == "decided"
+
+
+def test_an_empty_graph_of_the_last_token_is_never_decided():
+    """Issue 22: on the playground's random-2, [0, 1, 4, 5] was reported "decided" although
+    G^(5) is empty (no training sequence ends in token 5)."""
+    d = sample_dataset(np.random.default_rng(2), 6, 4, 6, 8, graph="cyclic")
+    a = build_automaton(d.E, d.tokens, d.labels)
+    assert 5 not in a.last_tokens
+    out = automaton_predict(a, [0, 1, 4, 5])
+    assert out.status == "undecided" and any("G^(5) is empty" in n for n in out.notes)
+    _, a = _auto("conceptual")
+    for k in range(a.E.shape[0]):
+        if k in a.last_tokens:
+            continue
+        others = [t for t in range(a.E.shape[0]) if t != k][:3]
+        out = automaton_predict(a, [*others, k])
+        assert out.status == "undecided", (k, out)
+        assert any(f"G^({k}) is empty" in n for n in out.notes)
+
+
+def test_a_sequence_that_is_not_token_ids_is_a_clear_error():
+    _, a = _auto("conceptual")
+    with pytest.raises(DataError, match="token ids must be integers, got 'abc'"):
+        automaton_predict(a, "abc")
+    with pytest.raises(DataError, match="got 1.5"):
+        automaton_predict(a, [0, 1.5])
+    assert (
+        automaton_predict(a, "0, 1, 4, 5").retrieved == automaton_predict(a, [0, 1, 4, 5]).retrieved
+    )
 
 
 def test_trained_model_matches_the_toy_automaton():

@@ -77,6 +77,11 @@ def as_support(S: ArrayLike, name: str = "S") -> NDArray[np.bool_]:
     arr = np.asarray(S)
     if arr.ndim != 2:
         raise DataError(f"{name} must be a 2-D (V, m) matrix, got shape {arr.shape}")
+    if 0 in arr.shape:
+        raise DataError(
+            f"{name} is empty (shape {arr.shape}): a support matrix needs at least one word "
+            "(row) and one context (column)"
+        )
     if arr.dtype != np.bool_:
         if not np.issubdtype(arr.dtype, np.number):
             raise DataError(f"{name} must be boolean or 0/1, got dtype {arr.dtype}")

@@ -7,7 +7,7 @@ import pytest
 import scipy.optimize
 
 from ntpcore import geo
-from ntpcore.errors import SolverError
+from ntpcore.errors import DataError, SolverError
 from ntpcore.geo import train
 from ntpcore.geo.synthetic import synthetic_dataset
 
@@ -34,3 +34,10 @@ def test_fit_ufm_ridge_refuses_a_run_that_stopped_short(monkeypatch):
     monkeypatch.setattr(scipy.optimize, "minimize", stopped)
     with pytest.raises(SolverError, match="without a stationary point"):
         train.fit_ufm_ridge(ds, d=8, lam=1e-2)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (4, 0), (0, 3)])
+def test_an_empty_support_matrix_is_named_empty(shape):
+    """Issue 22: a 0x0 or V x 0 input was said to have "the full vocabulary as support"."""
+    with pytest.raises(DataError, match=r"S is empty \(shape"):
+        geo.nuclear_svm(np.zeros(shape, dtype=bool))

@@ -26,3 +26,17 @@ def test_float64_columns_must_sum_to_one_and_the_error_says_by_how_much():
         as_prob_matrix(P)
     with pytest.raises(DataError, match="column 0"):
         as_prob_matrix(np.full((4, 2), 0.25, dtype=np.float32) * 1.01)
+
+
+def test_an_unknown_solver_is_the_same_error_in_every_paper():
+    """Issue 22: solver="bogus" was a SolverError (from cvxpy) in geo, a DataError in lin."""
+    import numpy as np
+
+    from ntpcore import geo, lin
+    from ntpcore.errors import ParameterError
+
+    S = np.array([[1, 0], [0, 1], [0, 0]], dtype=bool)
+    with pytest.raises(ParameterError, match="solver must be one of .*got 'bogus'"):
+        geo.nuclear_svm(S, solver="bogus")
+    with pytest.raises(ParameterError, match="solver must be .*got 'bogus'"):
+        lin.ntp_svm(np.eye(2), S, solver="bogus")

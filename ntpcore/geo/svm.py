@@ -65,7 +65,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.core.validate import as_float_array, as_support
-from ntpcore.errors import DataError, SolverError
+from ntpcore.errors import DataError, ParameterError, SolverError
 
 __all__ = [
     "NuclearSVMResult",
@@ -564,6 +564,10 @@ def expand_solution(
 SCALE_SWITCH = 50_000
 
 
+#: the ``solver`` names :func:`nuclear_svm` accepts (the last two: cvxpy backends)
+NUCLEAR_SOLVERS = ("auto", "admm", "dr-anderson", "scs", "clarabel")
+
+
 def nuclear_svm(
     S: ArrayLike, *, solver: str = "auto", tol: float | None = None
 ) -> NDArray[np.float64]:
@@ -581,7 +585,13 @@ def nuclear_svm(
         If ``S`` is not a 0/1 matrix with non-empty columns, or no column leaves a word out.
     SolverError
         If the solver fails to certify the requested accuracy.
+    ParameterError
+        If ``solver`` is none of these.
     """
+    if str(solver).lower() not in NUCLEAR_SOLVERS:
+        raise ParameterError(
+            f"solver must be one of {', '.join(repr(x) for x in NUCLEAR_SOLVERS)}, got {solver!r}"
+        )
     if solver == "auto":
         r, u = reduce_support(S).Sr.shape
         solver = "admm" if r * u < SCALE_SWITCH else "dr-anderson"

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.core.validate import as_float_array, as_support
-from ntpcore.errors import DataError, SolverError
+from ntpcore.errors import DataError, ParameterError, SolverError
 from ntpcore.lin.data import check_embeddings_probs
 from ntpcore.lin.subspace import anchor_tokens
 
@@ -172,7 +172,9 @@ def ntp_svm_solve(H: ArrayLike, S: ArrayLike, *, solver: str = "auto") -> SVMRes
     methods = {"dual": svm_dual, "dual-cd": svm_dual_cd, "cvxpy": svm_cvxpy}
     if solver != "auto":
         if solver not in methods:
-            raise DataError(f"solver must be 'auto', 'dual', 'dual-cd' or 'cvxpy', got {solver!r}")
+            raise ParameterError(
+                f"solver must be 'auto', 'dual', 'dual-cd' or 'cvxpy', got {solver!r}"
+            )
         return methods[solver](H, S)
     if S.size <= 1000 and _full_column_rank(H):
         first = "dual"  # projected Newton: fastest on small full-rank programs

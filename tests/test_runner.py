@@ -184,6 +184,8 @@ def test_parameters_beyond_this_machine_are_refused_before_any_kernel_starts(
     assert reproduce.main(["--only", fig_id, "--set", override]) == 2
     err = capsys.readouterr().err
     assert "GB of memory and this machine has" in err and "--force" in err
+    name = override.split("=")[0]
+    assert f"it grows with {name} (= " in err  # the parameter that drives it (issue 22)
     assert started == []
     # --force lets a user try anyway (the estimate is only an estimate)
     assert reproduce.main(["--only", fig_id, "--set", override, "--force"]) == 0

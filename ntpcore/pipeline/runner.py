@@ -40,6 +40,7 @@ import concurrent.futures
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import sys
@@ -176,8 +177,24 @@ def machine_memory_gb() -> float:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
 
 
+def _driver(entry: FigureEntry, params: dict[str, Any], key: str) -> str:
+    """The parameter an estimate grows with most: halving it lowers ``key`` the most."""
+    expr = entry.resources.get(key, "")
+    base = entry.estimate(params)[key]
+    best, name = 0.0, None
+    for p, v in params.items():
+        numeric = isinstance(v, int | float) and not isinstance(v, bool)
+        if not numeric or not re.search(rf"\b{p}\b", expr):
+            continue
+        drop = base - entry.estimate({**params, p: v / 2})[key]
+        if drop > best:
+            best, name = drop, p
+    return f"; it grows with {name} (= {params[name]:g} here)" if name else ""
+
+
 def check_resources(entry: FigureEntry, params: dict[str, Any], force: bool) -> dict[str, float]:
-    """Estimate memory and time from the parameters; refuse what this machine cannot do."""
+    """Estimate memory and time from the parameters; refuse what this machine cannot do,
+    naming the parameter the estimate grows with most."""
     est = entry.estimate(params)
     if force:
         return est
@@ -185,13 +202,14 @@ def check_resources(entry: FigureEntry, params: dict[str, Any], force: bool) -> 
     if mem is not None and mem > 0.8 * have:
         raise ParameterError(
             f"{entry.fig_id}: these parameters need about {mem:.3g} GB of memory and this "
-            f"machine has {have:.3g} GB; lower them, or pass --force to try anyway"
+            f"machine has {have:.3g} GB{_driver(entry, params, 'memory_gb')}; lower it, or "
+            "pass --force to try anyway"
         )
     minutes = est.get("minutes")
     if minutes is not None and minutes > MAX_MINUTES:
         raise ParameterError(
-            f"{entry.fig_id}: these parameters need about {minutes / 60:.3g} hours; lower "
-            f"them, or pass --force to run anyway"
+            f"{entry.fig_id}: these parameters need about {minutes / 60:.3g} hours"
+            f"{_driver(entry, params, 'minutes')}; lower it, or pass --force to run anyway"
         )
     return est
 

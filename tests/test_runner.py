@@ -325,3 +325,52 @@ def test_list_aligns_its_columns_and_names_figures_beyond_the_paper_one_way():
     assert lines[0].split()[:2] == ["figure", "paper"]
     labels = {line[len(line.split()[0]) :].strip().split("  ")[0] for line in lines[1:]}
     assert "-" not in labels and "—" not in labels  # always "— (beyond the paper)" or a label
+
+
+def test_a_run_record_that_cannot_be_written_is_one_line_after_the_results(
+    dirs, monkeypatch, capsys
+):
+    """Issue 22: a read-only book/figures ended in an OSError traceback from the run record,
+    and the figure's own result was never printed."""
+    monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)
+    monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), "c")
+    monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
+
+    def read_only(**kwargs):
+        raise PermissionError(13, "Permission denied", str(dirs / "book-figures" / "runs"))
+
+    monkeypatch.setattr(reproduce, "write_run_record", read_only)
+    assert reproduce.main(["--only", "lin-rt", "--profile", "quick"]) == 0
+    out = capsys.readouterr()
+    assert "ok   lin-rt" in out.out and "1 ok, 0 failed" in out.out
+    warnings = [ln for ln in out.err.splitlines() if ln.startswith("warning")]
+    runs = dirs / "book-figures" / "runs"
+    assert warnings == [f"warning: no run record was written: Permission denied ({runs})"]
+    assert "Traceback" not in out.err
+
+
+FAILING = """\
+from ntpcore import claims
+ledger = claims.Ledger(fig_id, profile)
+ledger.check("x", "x", 1.0, claims.at_most(0.0), source="[lin, eq. (4)]")
+from matplotlib import pyplot as plt
+from ntpcore.pipeline import provenance
+provenance.savefig(plt.figure(), fig_id, {"seed": seed}, profile=profile, claims=ledger)
+"""
+
+
+def test_a_failed_exploration_is_kept_with_the_explorations(dirs, monkeypatch, capsys):
+    """Issue 22: an exploration whose claims fail went to _build/failed/ (overwriting a failed
+    registry run there) and the summary said 'figures in book/figures/'."""
+    monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
+    monkeypatch.setattr(reproduce, "FAILED_DIR", dirs / "failed")
+    nb = write_notebook(dirs / "b.ipynb", PARAMS, FAILING)
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), "c")
+    monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
+    assert reproduce.main(["--only", "lin-rt", "--profile", "quick", "--set", "seed=4"]) == 1
+    out = capsys.readouterr()
+    explore = dirs / "results" / "explore" / "lin-rt"
+    assert (explore / "failed" / "lin-rt.ipynb").exists()
+    assert not (dirs / "failed").exists()
+    assert "explored runs in " in out.out and "figures in" not in out.out

@@ -363,7 +363,7 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
         _finish_notebook(executed)
         problem = _claims_problem(fig_id, job.profile, claims)
         if problem:
-            kept = _keep_failed(executed, fig_stage, fig_id)
+            kept = _keep_failed(executed, fig_stage, fig_id, job.adhoc)
             return Outcome(fig_id, False, wall, f"{problem}\n    kept for reading: {kept}", claims)
         _publish(executed, fig_stage, fig_dir, executed_dir, fig_id)
         note = f"explored run: {_rel(fig_dir)}/" if job.adhoc else ""
@@ -375,7 +375,7 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
         if any(c["status"] == "fail" and not c.get("known_deviation") for c in claims):
             message += "\n" + _claims_problem(fig_id, job.profile, claims)
         if executed.exists():
-            kept = _keep_failed(executed, fig_stage, fig_id)
+            kept = _keep_failed(executed, fig_stage, fig_id, job.adhoc)
             message += f"\n    executed copy with the traceback: {kept}"
         return Outcome(fig_id, False, wall, message, claims)
     finally:
@@ -416,10 +416,13 @@ def _claims_problem(fig_id: str, profile: str, claims: tuple[dict[str, Any], ...
     return ""
 
 
-def _keep_failed(executed: Path, fig_stage: Path, fig_id: str) -> str:
+def _keep_failed(executed: Path, fig_stage: Path, fig_id: str, adhoc: bool = False) -> str:
     """Move a failed run's executed copy and figure files under FAILED_DIR (or
-    ``$NTP_FAILED_DIR``, set by the mutation runs); return where."""
+    ``$NTP_FAILED_DIR``, set by the mutation runs); a failed exploration (``--set``) under
+    ``results/explore/<id>/failed/``, never beside the registry's failed runs.  Return where."""
     failed = Path(os.environ["NTP_FAILED_DIR"]) if os.environ.get("NTP_FAILED_DIR") else FAILED_DIR
+    if adhoc:
+        failed = paths.explore_dir(fig_id) / "failed"
     failed.mkdir(parents=True, exist_ok=True)
     if executed.exists():
         shutil.move(executed, failed / executed.name)
@@ -687,20 +690,31 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     wall = time.perf_counter() - t0
-    saved = None
+    saved, record_error = None, None
     if not args.sets:
-        saved = write_run_record(**record, outcomes=outcomes, wall_time_s=wall)
+        try:
+            saved = write_run_record(**record, outcomes=outcomes, wall_time_s=wall)
+        except OSError as exc:  # e.g. a read-only figure folder: the results still count
+            record_error = (
+                f"{exc.strerror or exc} ({_rel(Path(exc.filename)) if exc.filename else ''})"
+            )
     failed = [o for o in outcomes if not o.ok]
     for o in sorted(outcomes, key=lambda o: -o.wall_time_s):
         print(
             f"  {'ok  ' if o.ok else 'FAIL'} {o.fig_id:32s} {o.wall_time_s:7.1f} s   "
             f"{o.claims_summary()}"
         )
+    where = (
+        "explored runs in " + ", ".join(f"{_rel(paths.explore_dir(j.entry.fig_id))}/" for j in jobs)
+        if args.sets
+        else f"figures in {_rel(paths.figure_dir())}/, notebooks in {_rel(paths.executed_dir())}/"
+    )
     print(
-        f"{len(outcomes) - len(failed)} ok, {len(failed)} failed in {wall:.1f} s; figures in "
-        f"{_rel(paths.figure_dir())}/, notebooks in {_rel(paths.executed_dir())}/"
+        f"{len(outcomes) - len(failed)} ok, {len(failed)} failed in {wall:.1f} s; {where}"
         f"{f'; run record {_rel(saved)}' if saved else ''}"
     )
+    if record_error:
+        print(f"warning: no run record was written: {record_error}", file=sys.stderr)
     for o in outcomes:
         if o.ok and o.message:
             print(f"  {o.fig_id}: {o.message}")

@@ -374,3 +374,35 @@ def test_a_failed_exploration_is_kept_with_the_explorations(dirs, monkeypatch, c
     assert (explore / "failed" / "lin-rt.ipynb").exists()
     assert not (dirs / "failed").exists()
     assert "explored runs in " in out.out and "figures in" not in out.out
+
+
+WARNING_BODY = """\
+import warnings
+from matplotlib import pyplot as plt
+from ntpcore.pipeline import paths, provenance
+bad = paths.ROOT / "results" / "cache" / "ab" / "x.json"
+warnings.warn(f"discarding a corrupt cache entry {bad} (truncated); computing it again",
+              RuntimeWarning)
+provenance.savefig(plt.figure(), fig_id, {"seed": seed}, profile=profile)
+"""
+
+
+def test_a_warning_inside_the_kernel_reaches_the_terminal_with_relative_paths(
+    dirs, monkeypatch, capsys
+):
+    """Issue 22: a corrupt cache entry's warning was printed only inside the kernel (and on
+    the book page, with absolute paths)."""
+    monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)
+    monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
+    nb = write_notebook(dirs / "w.ipynb", PARAMS, WARNING_BODY)
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), "c")
+    monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
+    assert reproduce.main(["--only", "lin-rt", "--profile", "quick"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "warning: lin-rt: RuntimeWarning: discarding a corrupt cache entry "
+        "results/cache/ab/x.json (truncated); computing it again"
+    ) in err
+    executed = (dirs / "book-executed" / "lin-rt.ipynb").read_text()
+    assert "discarding a corrupt cache entry results/cache/ab/x.json" in executed
+    assert str(paths.ROOT) + "/results" not in executed

@@ -106,6 +106,7 @@ class Outcome:
     wall_time_s: float
     message: str = ""
     claims: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[str, ...] = ()  # warnings the kernel printed (echoed on the terminal)
 
     def claims_summary(self) -> str:
         if not self.claims:
@@ -360,14 +361,15 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
             )
         claims = _read_claims(fig_stage, fig_id)
         _finish_sidecar(sidecar_path, job, wall, claims)
-        _finish_notebook(executed)
+        kernel_warnings = _finish_notebook(executed)
         problem = _claims_problem(fig_id, job.profile, claims)
         if problem:
             kept = _keep_failed(executed, fig_stage, fig_id, job.adhoc)
-            return Outcome(fig_id, False, wall, f"{problem}\n    kept for reading: {kept}", claims)
+            message = f"{problem}\n    kept for reading: {kept}"
+            return Outcome(fig_id, False, wall, message, claims, kernel_warnings)
         _publish(executed, fig_stage, fig_dir, executed_dir, fig_id)
         note = f"explored run: {_rel(fig_dir)}/" if job.adhoc else ""
-        return Outcome(fig_id, True, wall, note, claims)
+        return Outcome(fig_id, True, wall, note, claims, kernel_warnings)
     except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
         wall = time.perf_counter() - t0
         message = _describe_failure(exc, job.entry.notebook)
@@ -462,23 +464,38 @@ def _finish_sidecar(
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
-def _finish_notebook(nb_path: Path) -> None:
-    """Prepare an executed notebook for the static book.
+_WARNING = re.compile(r"^(?:.*?:\d+: )?(\w*Warning): (.+)$")
+
+
+def _finish_notebook(nb_path: Path) -> tuple[str, ...]:
+    """Prepare an executed notebook for the static book; return the warnings it printed.
 
     Copies the display tags onto papermill's injected cell, and drops live-widget outputs
     (tqdm progress bars, ipywidgets): without a kernel they cannot render, and the book
     would try to fetch the widget manager from a CDN.  Notebooks show a static figure of
-    anything a widget displays.
+    anything a widget displays.  Paths under the repository in the kernel's stderr (e.g. a
+    corrupt cache entry's warning) are written relative to it, on the page and in the
+    warnings returned, which the runner echoes on the terminal.
     """
     nb = nbformat.read(nb_path, as_version=4)
+    root = f"{paths.ROOT}{os.sep}"
+    found: list[str] = []
     for cell in nb.cells:
         tags = cell.get("metadata", {}).get("tags", [])
         if "injected-parameters" in tags:
             cell.metadata["tags"] = list(dict.fromkeys([*tags, *INJECTED_TAGS]))
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if WIDGET_MIME not in o.get("data", {})]
+            for out in cell.outputs:
+                if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                    out.text = out.text.replace(root, "")
+                    for line in out.text.splitlines():
+                        m = _WARNING.match(line.strip())
+                        if m:
+                            found.append(f"{m.group(1)}: {m.group(2)}")
     nb.metadata.pop("widgets", None)
     nbformat.write(nb, nb_path)
+    return tuple(dict.fromkeys(found))
 
 
 def _publish(
@@ -718,6 +735,9 @@ def main(argv: list[str] | None = None) -> int:
     for o in outcomes:
         if o.ok and o.message:
             print(f"  {o.fig_id}: {o.message}")
+    for o in outcomes:
+        for w in o.warnings:
+            print(f"warning: {o.fig_id}: {w}", file=sys.stderr)
     for o in failed:
         print(f"error: {o.message}", file=sys.stderr)
     return 1 if failed else 0

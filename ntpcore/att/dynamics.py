@@ -106,6 +106,8 @@ def make_problem(
         raise DataError("tokens and labels must be integer ids")
     B, n, T = tok.shape
     K = E.shape[1]
+    if n == 0 or T == 0:
+        raise DataError(f"the dataset is empty (n = {n} sequences of length T = {T})")
     if tok.min() < 0 or tok.max() >= K or lab.min() < 0 or lab.max() >= K:
         raise DataError(f"token ids must lie in [0, K) = [0, {K})")
     X = np.take_along_axis(E[:, None], tok[..., None], axis=2)  # (B, n, T, d)

@@ -69,6 +69,8 @@ def check_tokens(
     lab = np.asarray(labels)
     if tok.ndim != 2 or tok.shape[1] < 1:
         raise DataError(f"tokens must have shape (n, T) with T >= 1, got shape {tok.shape}")
+    if tok.shape[0] == 0:
+        raise DataError("the dataset is empty (n = 0 sequences): the TPGs need data")
     if lab.shape != (tok.shape[0],):
         raise DataError(f"labels must have shape (n,) = ({tok.shape[0]},), got {lab.shape}")
     for name, a in (("tokens", tok), ("labels", lab)):

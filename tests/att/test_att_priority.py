@@ -135,3 +135,16 @@ def test_tpg_of_the_shared_last_token_pools_every_sample():
     assert set(graphs[5].edges) == pooled
     assert sorted(graphs[5].nodes) == list(range(d.K))
     assert all(graphs[k].number_of_edges() == 0 for k in range(d.K) if k != 5)
+
+
+def test_an_empty_dataset_is_a_clear_error():
+    """Issue 22: the attention functions accepted an empty dataset (and returned zeros)."""
+    from ntpcore import att
+
+    E, tok, lab = np.eye(4), np.zeros((0, 3), dtype=int), np.zeros(0, dtype=int)
+    with pytest.raises(DataError, match="the dataset is empty"):
+        att.make_problem(E, tok, lab)
+    with pytest.raises(DataError, match="the dataset is empty"):
+        att.build_automaton(E, tok, lab)
+    with pytest.raises(DataError, match="the dataset is empty"):
+        att.token_priority_graphs(tok, lab, 4)

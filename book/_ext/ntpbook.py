@@ -865,7 +865,25 @@ class NTPPerformance(_MystDirective):
         return self._parse(targets_text(data) if part == "targets" else tables_text(data))
 
 
+def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Drop repeated ``<script>`` entries of a page.  sphinx-thebe 0.3.1 registers its inline
+    configuration (``const THEBE_JS_URL = ...``) twice, so every page logged "Identifier
+    'THEBE_JS_URL' has already been declared" in the browser."""
+    seen, kept = set(), []
+    for js in context.get("script_files", []):
+        attrs = getattr(js, "attributes", {}) or {}
+        key = (
+            getattr(js, "filename", str(js)),
+            tuple(sorted((k, str(v)) for k, v in attrs.items())),
+        )
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    context["script_files"] = kept
+
+
 def setup(app):
+    app.connect("html-page-context", _dedupe_scripts)
     app.add_directive("ntp-performance", NTPPerformance)
     app.add_directive("ntpfigure", NTPFigure)
     app.add_directive("ntp-reproducibility", NTPReproducibility)

@@ -231,8 +231,8 @@ def _fmt_num(x: object, fmt: str = ".1e") -> str:
     return format(x, fmt) if isinstance(x, int | float) else "–"  # "-" would start a list
 
 
-def _list_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = [":::{list-table}", ":header-rows: 1", ""]
+def _list_table(header: list[str], rows: list[list[str]], cls: str | None = None) -> list[str]:
+    lines = [":::{list-table}", ":header-rows: 1", *([f":class: {cls}"] if cls else []), ""]
     for row in [header, *rows]:
         lines.append(f"* - {row[0]}")
         lines.extend(f"  - {cell}" for cell in row[1:])

@@ -72,7 +72,7 @@ def configs_text(data: dict) -> str:
             ]
         )
     header = ["configuration", "sets", "selected", "claims hold", "goldens", "images"]
-    return "\n".join(lines + _list_table(header, rows))
+    return "\n".join(lines + _list_table(header, rows, "ntp-wide"))
 
 
 def _band(digits: float | None) -> str:
@@ -99,7 +99,7 @@ def claims_text(data: dict) -> str:
         "the number of decimal digits that agree is $-\\log_{10}$ of the relative spread "
         "(max − min over the largest magnitude)."
     )
-    return "\n".join([intro, "", *_list_table(header, rows)])
+    return "\n".join([intro, "", *_list_table(header, rows, "ntp-wide")])
 
 
 def least_text(data: dict, k: int = 12) -> str:
@@ -127,7 +127,7 @@ def least_text(data: dict, k: int = 12) -> str:
         "A value at round-off level (a constraint violation of $10^{-12}$, say) has few "
         "agreeing digits and still reproduces to its absolute spread."
     )
-    return "\n".join([*_list_table(header, rows), note])
+    return "\n".join([*_list_table(header, rows, "ntp-wide"), note])
 
 
 def _rel(tol: float | None, value: float) -> str:
@@ -164,7 +164,7 @@ def printed_text(data: dict) -> str:
         if r.get("tol") and ref and r["tol"] / abs(ref) > LOOSE:
             loose.append(f"`{key}`")
     header = ["figure", "where", "range", "relative spread", "golden tolerance"]
-    lines += _list_table(header, rows) if rows else ["(none)", ""]
+    lines += _list_table(header, rows, "ntp-wide") if rows else ["(none)", ""]
     lines.append(
         "Numbers whose tolerance exceeds a few per cent of their value: "
         + (", ".join(loose) if loose else "none")
@@ -196,7 +196,7 @@ def images_text(data: dict) -> str:
         "largest RMS from baseline",
         "tolerance",
     ]
-    return "\n".join([head, "", *(_list_table(header, rows) if rows else ["(none)"])])
+    return "\n".join([head, "", *(_list_table(header, rows, "ntp-wide") if rows else ["(none)"])])
 
 
 def page_text(data: dict, part: str) -> str:

@@ -19,7 +19,7 @@ def test_a_script_registered_twice_is_emitted_once():
         _JavaScript("_static/a.js"),
         _JavaScript(None, body=body),
         _JavaScript("_static/a.js"),
-        _JavaScript(None, body=body),
+        _JavaScript("", body=body),
         _JavaScript(None, body="const other = 1"),
     ]
     context = {"script_files": scripts}

@@ -872,8 +872,8 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
     seen, kept = set(), []
     for js in context.get("script_files", []):
         attrs = getattr(js, "attributes", {}) or {}
-        key = (
-            getattr(js, "filename", str(js)),
+        key = (  # an inline script has filename None or "" depending on who added it
+            getattr(js, "filename", str(js)) or "",
             tuple(sorted((k, str(v)) for k, v in attrs.items())),
         )
         if key not in seen:
@@ -883,7 +883,7 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
-    app.connect("html-page-context", _dedupe_scripts)
+    app.connect("html-page-context", _dedupe_scripts, priority=1000)  # after the others
     app.add_directive("ntp-performance", NTPPerformance)
     app.add_directive("ntpfigure", NTPFigure)
     app.add_directive("ntp-reproducibility", NTPReproducibility)

@@ -107,7 +107,7 @@ def test_the_real_goldens_catch_a_move_beyond_tolerance_and_pass_one_within_the_
     texts = golden.read_golden("lin-ngd-adam")
     lines = texts[0].splitlines()
     marked = [
-        (j, g) for j, x in enumerate(lines) for g in [golden._parse_golden_line(x)] if g.numbers
+        (j, g) for j, x in enumerate(lines) for g in [golden.parse_golden_line(x)] if g.numbers
     ]
     measured = [(j, i, n) for j, g in marked for i, n in enumerate(g.numbers) if n.tol]
     assert measured, "the golden file of lin-ngd-adam has measured numbers"
@@ -115,7 +115,7 @@ def test_the_real_goldens_catch_a_move_beyond_tolerance_and_pass_one_within_the_
     def moved(j0: int, i0: int, factor: float) -> list[str]:
         out = []
         for j, x in enumerate(lines):
-            nums = golden._parse_golden_line(x).numbers
+            nums = golden.parse_golden_line(x).numbers
             it = iter(range(len(nums)))
 
             def sub(m, j=j, nums=nums, it=it):

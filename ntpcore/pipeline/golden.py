@@ -67,6 +67,7 @@ __all__ = [
     "extract",
     "inject",
     "parse",
+    "parse_golden_line",
     "read_golden",
     "render",
     "suggest_tolerance",
@@ -182,7 +183,7 @@ def tokenize(line: str) -> Line:
     return Line("".join(words), tuple(numbers), claim)
 
 
-def _parse_golden_line(line: str) -> Line:
+def parse_golden_line(line: str) -> Line:
     """A golden line: ``⟦value ± tol⟧`` marks a measured number, plain numbers are exact."""
     words, numbers, pos = [], [], 0
     for m in _MARK.finditer(line):
@@ -366,7 +367,7 @@ def compare(fig_id: str, golden_texts: list[str], run_texts: list[str]) -> Compa
                     Difference(fig_id, f"cell {k}, line {j + 1}", "text", gl, rl)
                 )
                 continue
-            g, r = _parse_golden_line(glines[j]), tokenize(rlines[j])
+            g, r = parse_golden_line(glines[j]), tokenize(rlines[j])
             where = _where(k, j + 1, g)
             if g.words != r.words or len(g.numbers) != len(r.numbers):
                 out.differences.append(
@@ -459,7 +460,7 @@ def _golden_text(
     out = []
     for j, rl in enumerate(_lines(run_text), 1):
         r = tokenize(rl)
-        g = _parse_golden_line(old[j - 1]) if j <= len(old) else None
+        g = parse_golden_line(old[j - 1]) if j <= len(old) else None
         same = g is not None and g.words == r.words and len(g.numbers) == len(r.numbers)
         tols: list[float | None] = []
         for i, rn in enumerate(r.numbers):
@@ -595,7 +596,7 @@ def apply_tolerances(report: Path, golden_dir: Path = GOLDEN_DIR, *, reason: str
         for k, text in enumerate(old, 1):
             new = _golden_text("\n".join(plain(x) for x in _lines(text)), text, spreads, fig_id, k)
             for j, (a, b) in enumerate(zip(_lines(text), _lines(new), strict=True), 1):
-                ga, gb = _parse_golden_line(a), _parse_golden_line(b)
+                ga, gb = parse_golden_line(a), parse_golden_line(b)
                 for x, y in zip(ga.numbers, gb.numbers, strict=True):
                     if x.tol != y.tol:
                         changed.append(

@@ -264,7 +264,7 @@ def _golden_tols(golden_dir: Path) -> dict[str, float | None]:
     for path in golden_dir.glob("*.txt"):
         for k, text in enumerate(golden.parse(path.read_text(encoding="utf-8")), 1):
             for j, line in enumerate(text.splitlines(), 1):
-                for i, num in enumerate(golden._parse_golden_line(line).numbers):
+                for i, num in enumerate(golden.parse_golden_line(line).numbers):
                     tols[golden.number_key(path.stem, k, j, i)] = num.tol
     return tols
 
@@ -467,7 +467,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {line}")
         print(
             "  review, then: python -m ntpcore.pipeline.golden tolerances "
-            f"{images._rel(path)} --reason '...'"
+            f"{path.relative_to(paths.ROOT) if path.is_relative_to(paths.ROOT) else path} "
+            "--reason '...'"
         )
     print(f"report: {path}")
     return 1 if bad else 0

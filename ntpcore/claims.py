@@ -58,6 +58,7 @@ __all__ = [
     "close_to",
     "holds",
     "load_claims",
+    "tally",
 ]
 
 PROFILES = ("paper", "quick")
@@ -311,19 +312,28 @@ class Ledger:
         return [c for c in self.claims if c.blocking]
 
     def summary(self) -> str:
-        paper = [c for c in self.claims if not c.sanity]
-        n = {s: sum(c.status == s for c in paper) for s in STATUSES}
-        checks = len(self.claims) - len(paper)
+        n = tally(self.records())
         return (
-            f"{len(paper)} claims: {n['pass']} hold, {n['fail']} do not, "
+            f"{n['claims']} claims: {n['pass']} hold, {n['fail']} do not, "
             f"{n['not-evaluated']} not evaluated in the {self.profile} profile"
-            + (f"; {checks} sanity check(s)" if checks else "")
+            + (f"; {n['sanity']} sanity check(s)" if n["sanity"] else "")
         )
 
     def _write(self) -> None:
         out = paths.output_dir(self.fig_id) / f"{self.fig_id}.claims.json"
         payload = {"fig_id": self.fig_id, "profile": self.profile, "claims": self.records()}
         write_text_atomic(out, json.dumps(payload, indent=2, sort_keys=True))
+
+
+def tally(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Counts of claim records (sidecar dicts): ``claims`` (the paper's, sanity checks left
+    out), one count per status of those, and ``sanity`` (the checks counted apart)."""
+    paper = [c for c in records if not c.get("sanity")]
+    return {
+        "claims": len(paper),
+        **{s: sum(c["status"] == s for c in paper) for s in STATUSES},
+        "sanity": len(records) - len(paper),
+    }
 
 
 def load_claims(path) -> list[dict[str, Any]]:

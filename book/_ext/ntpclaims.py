@@ -31,6 +31,7 @@ from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
+from ntpcore.claims import tally
 from ntpcore.pipeline import paths
 from ntpcore.pipeline.registry import load_registry
 
@@ -135,15 +136,13 @@ def all_claims() -> list[dict]:
 def summary_line(claims: list[dict]) -> str:
     """The counts of the paper's claims; sanity checks (guaranteed by mathematics or the
     construction, ``sanity=True``) are counted apart."""
-    paper = [c for c in claims if not c.get("sanity")]
-    n = {s: sum(c["status"] == s for c in paper) for s in STATUS_WORDS}
+    n = tally(claims)
     profiles = sorted({c["profile"] for c in claims}) or ["-"]
-    checks = len(claims) - len(paper)
     return (
-        f"**{len(paper)} claims: {n['pass']} hold, {n['fail']} do not, "
+        f"**{n['claims']} claims: {n['pass']} hold, {n['fail']} do not, "
         f"{n['not-evaluated']} not evaluated in this profile** "
         f"(profile of the runs: {', '.join(profiles)})"
-        + (f"; and {checks} sanity checks, not counted as claims" if checks else "")
+        + (f"; and {n['sanity']} sanity checks, not counted as claims" if n["sanity"] else "")
         + "."
     )
 

@@ -2,11 +2,12 @@
 
 Notebooks run with different working directories under papermill (``notebooks/``),
 nbval (``book/executed/``) and JupyterLab, so every path is resolved here from the
-repository root.  Two environment variables exist for the test-suite and the runner
+repository root.  These environment variables exist for the test-suite and the runner
 only (notebooks never read them): ``NTP_FIGURE_DIR`` redirects figure output (the
 runner uses it to stage a notebook's figures until the notebook has succeeded),
 ``NTP_EXECUTED_DIR`` redirects executed notebooks (``make test`` keeps its quick-profile
-copies apart from the book's) and ``NTP_CACHE_DIR`` redirects the computation cache.
+copies apart from the book's), ``NTP_CACHE_DIR`` redirects the computation cache and
+``NTP_FAILED_DIR`` where the runner keeps failed runs (the mutation runs keep theirs apart).
 """
 
 from __future__ import annotations
@@ -53,6 +54,11 @@ def output_dir(fig_id: str) -> Path:
 def executed_dir() -> Path:
     """Where the runner puts executed notebooks (``book/executed`` by default)."""
     return _env_dir("NTP_EXECUTED_DIR", EXECUTED_DIR)
+
+
+def failed_dir(default: Path) -> Path:
+    """Where the runner keeps a failed registry run: ``$NTP_FAILED_DIR``, else ``default``."""
+    return _env_dir("NTP_FAILED_DIR", default)
 
 
 def cache_dir() -> Path:

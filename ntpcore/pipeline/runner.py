@@ -111,15 +111,14 @@ class Outcome:
     def claims_summary(self) -> str:
         if not self.claims:
             return "no claims"
-        paper = [c for c in self.claims if not c.get("sanity")]
-        n = {s: sum(c["status"] == s for c in paper) for s in claims_mod.STATUSES}
-        text = f"{len(paper)} claims: {n['pass']} hold"
+        n = claims_mod.tally(list(self.claims))
+        text = f"{n['claims']} claims: {n['pass']} hold"
         if n["fail"]:
             text += f", {n['fail']} do not"
         if n["not-evaluated"]:
             text += f", {n['not-evaluated']} not evaluated"
-        if len(paper) < len(self.claims):
-            text += f"; {len(self.claims) - len(paper)} sanity check(s)"
+        if n["sanity"]:
+            text += f"; {n['sanity']} sanity check(s)"
         return text
 
 
@@ -422,9 +421,7 @@ def _keep_failed(executed: Path, fig_stage: Path, fig_id: str, adhoc: bool = Fal
     """Move a failed run's executed copy and figure files under FAILED_DIR (or
     ``$NTP_FAILED_DIR``, set by the mutation runs); a failed exploration (``--set``) under
     ``results/explore/<id>/failed/``, never beside the registry's failed runs.  Return where."""
-    failed = Path(os.environ["NTP_FAILED_DIR"]) if os.environ.get("NTP_FAILED_DIR") else FAILED_DIR
-    if adhoc:
-        failed = paths.explore_dir(fig_id) / "failed"
+    failed = paths.explore_dir(fig_id) / "failed" if adhoc else paths.failed_dir(FAILED_DIR)
     failed.mkdir(parents=True, exist_ok=True)
     if executed.exists():
         shutil.move(executed, failed / executed.name)

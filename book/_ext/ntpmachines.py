@@ -188,10 +188,9 @@ def printed_text(data: dict) -> str:
     lines.append(
         f"Numbers whose tolerance exceeds {LOOSE:.0%} of their value: "
         + (", ".join(loose) if loose else "none")
-        + ". They are small quantities checked against a bound far above them (the claim's "
-        "comparison, printed on the figure's page) or ratios after thousands of Adam and "
-        "normalized-GD steps; the claims, which hold in every configuration, carry their "
-        "science, and the goldens only guard them against larger moves."
+        + ". Such numbers are poor goldens: the claims that print them hold in every "
+        "configuration above (their comparisons are on the figures' pages) and carry the "
+        "science; the goldens only guard them against larger moves."
         if loose
         else f"Every number keeps a tolerance of at most {LOOSE:.0%} of its value."
     )

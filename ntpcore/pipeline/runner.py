@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import logging
 import os
 import platform
 import re
@@ -614,7 +615,16 @@ def write_run_record(
     return path
 
 
-def _sigterm(signum: int, frame: Any) -> None:
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM and Ctrl-C: stop the run with the runner's one-line message.
+
+    The kernel client (nbclient) leaves tasks running when it is interrupted: while papermill
+    shuts the kernel down, its poll of the kernel's life can find it dead and end in a
+    ``DeadKernelError`` that no one awaits any more.  asyncio logs such a task's exception
+    when it is garbage-collected, at interpreter exit, after the runner's last line.  After an
+    interruption that is expected, so asyncio's log is silenced for the rest of the process.
+    """
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
     raise KeyboardInterrupt
 
 
@@ -689,7 +699,7 @@ def main(argv: list[str] | None = None) -> int:
         "lock": lock,
     }
     t0 = time.perf_counter()
-    previous = signal.signal(signal.SIGTERM, _sigterm)
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         outcomes = execute(jobs, args.jobs)
     except Interrupted as stop:
@@ -702,7 +712,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     wall = time.perf_counter() - t0
     saved, record_error = None, None
     if not args.sets:

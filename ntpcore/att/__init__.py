@@ -21,7 +21,7 @@ The paper's three central objects:
 * :func:`finite_component` — :math:`W^{\mathrm{fin}}`, the minimiser of the reduced loss on the
   cyclic subspace (book ``att-def-wfin``).
 
-By the convergence theorem [att, Thm. ``thm_cyclic_gd``] (book ``att-thm-gd``), gradient descent
+By the convergence theorem [att, GD convergence theorem] (book ``att-thm-gd``), gradient descent
 on the log-loss gives :math:`W(\tau) \approx R(\tau) W^{\mathrm{svm}}/\|W^{\mathrm{svm}}\|
 + W^{\mathrm{fin}} + \Pi_{S^\perp} W(0)` with :math:`R(\tau) \to \infty`.
 

@@ -9,7 +9,7 @@ SCCs and priority order ``att-def-scc``) the Graph-SVM asks
     (e_i-e_j)^\top W e_k \ge 1 \ (i \Rightarrow_k j)
 
 (book ``att-def-graph-svm``); :math:`W^{\mathrm{svm}}/\|W^{\mathrm{svm}}\|` is the direction of
-gradient descent in the convergence theorem [att, Thm. ``thm_cyclic_gd``] (book ``att-thm-gd``)
+gradient descent in the convergence theorem [att, GD convergence theorem] (book ``att-thm-gd``)
 and lies in :math:`S_\mathrm{svm}` [att, App. Lemma 6(i)].  In ``vec(W)`` coordinates the
 constraints are the rows :math:`(e_i - e_j) \otimes e_k` of :mod:`ntpcore.att.linalg`, so the
 program is :math:`\min \|w\|` s.t. ``A_eq w = 0``, ``A_in w >= 1``.

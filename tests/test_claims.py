@@ -111,7 +111,7 @@ def _run(tmp_path, monkeypatch, value: str):
     monkeypatch.setenv("NTP_EXECUTED_DIR", str(tmp_path / "executed"))
     monkeypatch.setattr(reproduce, "FAILED_DIR", tmp_path / "failed")
     nb = write_notebook(tmp_path / "lin_claimtest.ipynb", PARAMS, BODY.format(value=value))
-    entry = registry.FigureEntry("lin-claimtest", "lin", "-", "t", str(nb), "c")
+    entry = registry.FigureEntry("lin-claimtest", "lin", "-", "t", str(nb), ())
     job = reproduce.Job(entry, "quick", {"fig_id": "lin-claimtest", "profile": "quick"})
     return reproduce.run_job(job, progress=False)
 

@@ -84,7 +84,8 @@ def test_every_figure_the_book_includes_is_registered():
 def test_registry_rejects_bad_entries(tmp_path):
     bad = tmp_path / "figures.yml"
     bad.write_text(
-        "lin-x:\n  paper: geo\n  paper_label: a\n  title: t\n  notebook: n\n  claim: c\n"
+        "lin-x:\n  paper: geo\n  paper_label: a\n  title: t\n  notebook: n\n"
+        "  claims: [{says: c, checked_by: [a]}]\n"
     )
     with pytest.raises(registry.RegistryError, match="does not match"):
         registry.load_registry(bad)
@@ -94,6 +95,107 @@ def test_registry_rejects_bad_entries(tmp_path):
     bad.write_text("lin-x:\n  paper: lin\n")
     with pytest.raises(registry.RegistryError, match="missing keys"):
         registry.load_registry(bad)
+
+
+STATEMENT_BODY = "lin-x:\n  paper: lin\n  paper_label: a\n  title: t\n  notebook: n\n"
+
+
+@pytest.mark.parametrize(
+    ("claims", "message"),
+    [
+        ("  claim: c\n", "'claim' is now 'claims'"),
+        ("  claims: []\n", "non-empty list of statements"),
+        ("  claims: c\n", "non-empty list of statements"),
+        ("  claims: [c]\n", "must be a mapping"),
+        ("  claims: [{says: c}]\n", "missing keys ['checked_by']"),
+        ("  claims: [{says: c, checked_by: [a], why: b}]\n", "unknown keys ['why']"),
+        ("  claims: [{says: '', checked_by: [a]}]\n", "says must be a sentence"),
+        ("  claims: [{says: c, checked_by: []}]\n", "must name at least one ledger claim"),
+        ("  claims: [{says: c, checked_by: a}]\n", "must name at least one ledger claim"),
+        ("  claims: [{says: c, checked_by: ['lin-x:a']}]\n", "without the figure prefix"),
+        ("  claims: [{says: c, checked_by: [a, a]}]\n", "names a claim twice"),
+        ("  claims: [{says: c, checked_by: [a]}]\n  shown: ''\n", "shown must be a sentence"),
+    ],
+)
+def test_registry_rejects_bad_statements(tmp_path, claims, message):
+    bad = tmp_path / "figures.yml"
+    bad.write_text(STATEMENT_BODY + claims)
+    with pytest.raises(registry.RegistryError, match=re.escape(message)):
+        registry.load_registry(bad)
+
+
+def test_registry_reads_statements_and_what_is_shown(tmp_path):
+    good = tmp_path / "figures.yml"
+    good.write_text(
+        STATEMENT_BODY
+        + '  claims:\n    - says: "One."\n      checked_by: [a, b-c]\n'
+        + '    - says: "Two."\n      checked_by: [d]\n  shown: "the median draw."\n'
+    )
+    entry = registry.load_registry(good)["lin-x"]
+    assert entry.claims == (
+        registry.Statement("One.", ("a", "b-c")),
+        registry.Statement("Two.", ("d",)),
+    )
+    assert entry.claim_text == "One. Two." and entry.shown == "the median draw."
+
+
+def _ledger_of(fig_id: str) -> dict[str, str]:
+    from ntpcore.pipeline import golden
+
+    return golden.claim_tags(fig_id)
+
+
+def test_every_statement_of_the_registry_is_tested_by_claims_of_its_figure():
+    # Every sentence a figure claims (figures.yml, claims:) names ledger claims of its own
+    # notebook, read from the golden file, which holds every claim line of the quick profile
+    # (paper-only claims as SKIP); at least one of them is not a sanity check (CHECK).
+    ledger = {fig_id: _ledger_of(fig_id) for fig_id in REG}
+    problems = registry.check_claim_map(REG, ledger)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_claim_map_check_finds_untested_statements():
+    st = registry.Statement
+    entry = registry.FigureEntry(
+        "lin-x",
+        "lin",
+        "-",
+        "t",
+        "n",
+        (
+            st("Tested.", ("a",)),
+            st("Sanity only.", ("s",)),
+            st("Unknown.", ("z", "a")),
+            st("Empty.", ()),
+        ),
+    )
+    problems = registry.check_claim_map({"lin-x": entry}, {"lin-x": {"a": "SKIP", "s": "CHECK"}})
+    assert len(problems) == 3, problems
+    assert "claims[2]" in problems[0] and "sanity checks ['s']" in problems[0]
+    assert "claims[3]" in problems[1] and "names ['z']" in problems[1]
+    assert "claims[4]" in problems[2] and "names no ledger claim" in problems[2]
+    # a sanity check beside a claim that can fail is fine; a figure without a ledger is not
+    mixed = dataclasses.replace(entry, claims=(st("Both.", ("s", "a")),))
+    assert registry.check_claim_map({"lin-x": mixed}, {"lin-x": {"a": "PASS", "s": "CHECK"}}) == []
+    assert "no ledger claims" in registry.check_claim_map({"lin-x": mixed}, {})[0]
+
+
+def test_golden_claim_tags_read_every_claim_line_with_its_tag(tmp_path):
+    from ntpcore.pipeline import golden
+
+    (tmp_path / "lin-x.txt").write_text(
+        "# header\n=== cell 1\nsome printed line 0.5\n"
+        "PASS lin-x:a: statement [lin, Thm. 2]: ours ⟦0.9 ± 0.01⟧ (≥ 0.5)\n"
+        "SKIP lin-x:b-c: long run [lin, Thm. 2]: ours not evaluated in this profile (≤ 1)\n"
+        "=== cell 2\n"
+        "CHECK lin-x:s: a cosine matrix [lin, Sec. 2]: ours within (≤ 1.00e-12)\n"
+    )
+    assert golden.claim_tags("lin-x", tmp_path) == {"a": "PASS", "b-c": "SKIP", "s": "CHECK"}
+    (tmp_path / "lin-y.txt").write_text(
+        "=== cell 1\nPASS lin-x:a: statement [lin, Thm. 2]: ours 0.9 (≥ 0.5)\n"
+    )
+    with pytest.raises(golden.GoldenError, match="another figure"):
+        golden.claim_tags("lin-y", tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -107,7 +209,10 @@ def test_registry_rejects_bad_entries(tmp_path):
     ],
 )
 def test_registry_rejects_reuses_that_name_no_computing_figure(tmp_path, reuses, message):
-    body = "  paper: lin\n  paper_label: a\n  title: t\n  notebook: n\n  claim: c\n"
+    body = (
+        "  paper: lin\n  paper_label: a\n  title: t\n  notebook: n\n"
+        "  claims: [{says: c, checked_by: [a]}]\n"
+    )
     text = "".join(
         f"{fid}:\n{body}" + (f"  reuses: {json.dumps(reuses[fid])}\n" if fid in reuses else "")
         for fid in ("lin-a", "lin-b", "lin-c")
@@ -212,7 +317,7 @@ def test_failing_notebook_leaves_no_figure_and_names_the_cell(tmp_path, monkeypa
         "raise RuntimeError('boom after saving')\n"
     )
     nb = write_notebook(tmp_path / "lin_fail.ipynb", PARAMS.replace("lin-test", "lin-fail"), body)
-    entry = registry.FigureEntry("lin-fail", "lin", "-", "t", str(nb), "c")
+    entry = registry.FigureEntry("lin-fail", "lin", "-", "t", str(nb), ())
     outcome = reproduce.run_job(
         reproduce.Job(entry, "quick", {"fig_id": "lin-fail", "profile": "quick"}), progress=False
     )
@@ -397,7 +502,7 @@ def test_titles_and_claims_typeset_their_maths():
     # symbols, and a bare '*' turns the rest of the caption into emphasis.
     ascii_math = re.compile(r"\^|->|\|\||\*|~")
     for fig_id, entry in REG.items():
-        for field in ("title", "claim"):
+        for field in ("title", "claim_text", "shown"):
             text = getattr(entry, field)
             assert text.count("$") % 2 == 0, f"{fig_id} {field}: unbalanced '$' in {text!r}"
             prose = re.sub(r"\$[^$]*\$", " ", text)

@@ -45,7 +45,7 @@ def dirs(tmp_path, monkeypatch):
 def test_an_explored_run_writes_the_explore_folder_and_never_the_books_figure(dirs, monkeypatch):
     monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)  # a figure without claims here
     nb = _notebook(dirs / "lin_rt.ipynb")
-    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), "c")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), ())
     job = reproduce.Job(
         entry, "quick", {"fig_id": "lin-rt", "profile": "quick", "seed": 3}, {"seed": 3}
     )
@@ -131,7 +131,7 @@ SCRIPT = textwrap.dedent(
     import sys
     from ntpcore.pipeline import registry, runner
     runner.REQUIRE_CLAIMS = False
-    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", sys.argv[1], "c")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", sys.argv[1], ())
     runner.load_registry = lambda: {"lin-rt": entry}
     sys.exit(runner.main(["--only", "lin-rt", "--profile", "quick"]))
     """
@@ -202,7 +202,10 @@ def test_every_registered_figure_fits_this_machine_in_both_profiles():
 
 def test_resource_expressions_allow_arithmetic_only(tmp_path):
     bad = tmp_path / "figures.yml"
-    body = "lin-x:\n  paper: lin\n  paper_label: a\n  title: t\n  notebook: n\n  claim: c\n"
+    body = (
+        "lin-x:\n  paper: lin\n  paper_label: a\n  title: t\n  notebook: n\n"
+        "  claims: [{says: c, checked_by: [a]}]\n"
+    )
     bad.write_text(body + "  resources: {memory_gb: \"__import__('os').getpid()\"}\n")
     with pytest.raises(registry.RegistryError, match="only arithmetic"):
         registry.load_registry(bad)
@@ -224,7 +227,7 @@ def test_a_figure_on_other_data_than_the_papers_says_so_in_its_registry_entry():
 
 def test_a_figure_that_checks_no_claim_is_not_published(dirs):
     nb = _notebook(dirs / "lin_rt.ipynb")
-    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), "c")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), ())
     job = reproduce.Job(entry, "quick", {"fig_id": "lin-rt", "profile": "quick"})
     outcome = reproduce.run_job(job, progress=False)
     assert not outcome.ok and "evaluated no claim in the quick profile" in outcome.message
@@ -239,7 +242,7 @@ def test_a_run_leaves_a_record_of_its_elapsed_time_and_cache_state(dirs, monkeyp
     monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)
     monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
     monkeypatch.setenv("NTP_CACHE_LOCK", "off")
-    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), "c")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), ())
     monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
     assert reproduce.main(["--only", "lin-rt", "--profile", "quick", "--jobs", "2"]) == 0
     (path,) = (dirs / "book-figures" / "runs").glob("*-quick.json")
@@ -274,12 +277,12 @@ def test_a_cache_lock_setting_that_is_not_on_or_off_is_refused(monkeypatch, caps
 
 def test_kernel_logs_stay_quiet_but_a_dying_kernel_is_reported(dirs, monkeypatch, capfd):
     monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)
-    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), "c")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), ())
     outcome = reproduce.run_job(reproduce.Job(entry, "quick", {"profile": "quick"}), False)
     assert outcome.ok, outcome.message
     assert "[IPKernelApp]" not in capfd.readouterr().err  # no TCP warning at kernel start
     dying = write_notebook(dirs / "d.ipynb", PARAMS, "import os\nos._exit(3)\n")
-    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(dying), "c")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(dying), ())
     outcome = reproduce.run_job(reproduce.Job(entry, "quick", {"profile": "quick"}), False)
     assert not outcome.ok and "d.ipynb" in outcome.message
     assert "DeadKernelError" in outcome.message, outcome.message
@@ -334,7 +337,7 @@ def test_a_run_record_that_cannot_be_written_is_one_line_after_the_results(
     and the figure's own result was never printed."""
     monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)
     monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
-    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), "c")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), ())
     monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
 
     def read_only(**kwargs):
@@ -366,7 +369,7 @@ def test_a_failed_exploration_is_kept_with_the_explorations(dirs, monkeypatch, c
     monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
     monkeypatch.setattr(reproduce, "FAILED_DIR", dirs / "failed")
     nb = write_notebook(dirs / "b.ipynb", PARAMS, FAILING)
-    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), "c")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), ())
     monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
     assert reproduce.main(["--only", "lin-rt", "--profile", "quick", "--set", "seed=4"]) == 1
     out = capsys.readouterr()
@@ -395,7 +398,7 @@ def test_a_warning_inside_the_kernel_reaches_the_terminal_with_relative_paths(
     monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)
     monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
     nb = write_notebook(dirs / "w.ipynb", PARAMS, WARNING_BODY)
-    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), "c")
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), ())
     monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
     assert reproduce.main(["--only", "lin-rt", "--profile", "quick"]) == 0
     err = capsys.readouterr().err

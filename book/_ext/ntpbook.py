@@ -5,8 +5,10 @@ Directives (MyST pages only):
 ``{ntpfigure} <fig-id>``
     Includes ``book/figures/<fig-id>.png`` with a caption built from the registry
     (``figures.yml``): title, paper label, the optional content of the directive ("what
-    to notice"), the claim, a link to the executed notebook and the command that
-    regenerates the figure.  A figure made in the quick profile gets a visible note.
+    to notice"), the claim (the registry's statements, each tested by ledger claims listed on
+    the *Claims ledger* page) and what is shown beyond it, a link to the executed notebook
+    and the command that regenerates the figure.  A figure made in the quick profile gets a
+    visible note.
     An id missing from the registry, or a figure not generated yet, is a build warning
     (an error under ``-W``).
 
@@ -114,8 +116,9 @@ class NTPFigure(_MystDirective):
         quick = side.get("profile") == "quick"
         caption = (
             f"**{entry.title}** ({source}). {notice} "
-            f"*Claim:* {entry.claim} "
-            f"Notebook: {{doc}}`/book/executed/{fig_id}`. "
+            f"*Claim:* {entry.claim_text} "
+            + (f"*Shown:* {entry.shown} " if entry.shown else "")
+            + f"Notebook: {{doc}}`/book/executed/{fig_id}`. "
             f"Regenerate: `python -m ntpcore.reproduce --only {fig_id}`."
             + _data_link(fig_id, " Source data: {}.")
         )

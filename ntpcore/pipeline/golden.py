@@ -63,6 +63,7 @@ __all__ = [
     "Line",
     "Number",
     "apply_tolerances",
+    "claim_tags",
     "compare",
     "extract",
     "inject",
@@ -288,6 +289,26 @@ def read_golden(fig_id: str, golden_dir: Path = GOLDEN_DIR) -> list[str]:
             f"and run `make golden REASON='new figure {fig_id}'`"
         )
     return parse(path.read_text(encoding="utf-8"))
+
+
+def claim_tags(fig_id: str, golden_dir: Path = GOLDEN_DIR) -> dict[str, str]:
+    """The figure's ledger claims in its golden file: short id -> the tag its line prints
+    (``PASS``, ``FAIL``, ``SKIP`` for a claim not evaluated in the quick profile, ``CHECK`` for
+    a sanity check).  The quick profile prints every claim of the figure, paper-only ones as
+    ``SKIP``, so these are all its claims (read by the registry's claim-map test)."""
+    tags: dict[str, str] = {}
+    prefix = f"{fig_id}:"
+    for text in read_golden(fig_id, golden_dir):
+        for line in text.splitlines():
+            m = _CLAIM.match(line)
+            if not m:
+                continue
+            tag, full_id = line.split(" ", 2)[:2]
+            full_id = full_id.rstrip(":")
+            if not full_id.startswith(prefix):
+                raise GoldenError(f"{fig_id}: golden claim line of another figure: {line[:80]!r}")
+            tags[full_id.removeprefix(prefix)] = tag
+    return tags
 
 
 def _lines(text: str) -> list[str]:

@@ -2,10 +2,13 @@
 
 The registry is the single source of truth: figure id -> notebook, parameter overrides
 (``params``), quick-profile overrides (``quick``), paper and figure label as printed in
-the paper, the claim the figure illustrates, the name of the sidecar metric that best
-summarises it (``key_metric``, shown on the *Reproducing this book* page), where the figure
-departs from the paper's data or optimizer (``deviations``, rendered in the caption), and
-an estimate of the memory and time a run needs from its parameters (``resources``: Python
+the paper, the statements the figure claims, each with the ids of the ledger claims that
+test it (``claims``: ``[{says: "...", checked_by: [id, ...]}]``, see :class:`Statement` and
+:func:`check_claim_map`), what the figure shows beyond them (``shown``: how the shown run
+was chosen, what a band means), the name of the sidecar metric that best summarises it
+(``key_metric``, shown on the *Reproducing this book* page), where the figure departs
+from the paper's data or optimizer (``deviations``, rendered in the caption), and an
+estimate of the memory and time a run needs from its parameters (``resources``: Python
 arithmetic over the notebook's numeric parameters, e.g.
 ``memory_gb: "8e-9 * (n_steps + 1) * 3"``), which the runner checks before any kernel starts,
 and the figures whose cached computations (trained models) a figure reads (``reuses``), from
@@ -46,14 +49,27 @@ from ntpcore.pipeline import paths
 
 PAPERS = {"lin": "linear", "geo": "geometry", "att": "attention", "perf": "performance"}
 ID_RE = re.compile(r"^(lin|geo|att|perf)-[a-z0-9]+(-[a-z0-9]+)*$")
-REQUIRED = ("paper", "paper_label", "title", "notebook", "claim")
+REQUIRED = ("paper", "paper_label", "title", "notebook", "claims")
 OPTIONAL = ("params", "quick", "resources")
-SCALARS = ("key_metric", "deviations", "reuses")
+SCALARS = ("key_metric", "deviations", "reuses", "shown")
+STATEMENT_KEYS = ("says", "checked_by")
+#: a ledger claim id as the notebooks write it (ntpcore.claims), without the figure prefix
+CLAIM_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 RESOURCE_KEYS = ("memory_gb", "minutes")
 
 
 class RegistryError(ValueError):
     """figures.yml is malformed or inconsistent with the notebooks."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement a figure claims (``says``, a sentence of the caption) and the ids of the
+    figure's ledger claims that test it (``checked_by``, as the notebook's
+    :meth:`ntpcore.claims.Ledger.check` names them, without the figure prefix)."""
+
+    says: str
+    checked_by: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -65,7 +81,7 @@ class FigureEntry:
     paper_label: str
     title: str
     notebook: str
-    claim: str
+    claims: tuple[Statement, ...]
     params: dict[str, Any] = field(default_factory=dict)
     quick: dict[str, Any] = field(default_factory=dict)
     key_metric: str = ""
@@ -73,6 +89,13 @@ class FigureEntry:
     resources: dict[str, str] = field(default_factory=dict)
     #: Figures that compute cached results this figure reads (e.g. a trained model).
     reuses: tuple[str, ...] = ()
+    #: what the figure shows beyond its claims (which run is drawn, what a band means)
+    shown: str = ""
+
+    @property
+    def claim_text(self) -> str:
+        """The statements as one paragraph (the caption's *Claim*)."""
+        return " ".join(s.says for s in self.claims)
 
     def estimate(self, params: dict[str, Any]) -> dict[str, float]:
         """Evaluate the ``resources`` expressions with the run's parameters."""
@@ -113,6 +136,12 @@ def load_registry(path: Path | None = None) -> dict[str, FigureEntry]:
             raise RegistryError(f"{fig_id}: entry must be a mapping")
         missing = [k for k in REQUIRED if k not in body]
         unknown = sorted(set(body) - set(REQUIRED) - set(OPTIONAL) - set(SCALARS))
+        if "claim" in body:
+            raise RegistryError(
+                f"{fig_id}: 'claim' is now 'claims', a list of statements, each with the ledger "
+                f'claims that test it: claims: [{{says: "...", checked_by: [<claim id>, ...]}}] '
+                f"(descriptions of the shown run go under 'shown')"
+            )
         if missing or unknown:
             raise RegistryError(f"{fig_id}: missing keys {missing}, unknown keys {unknown}")
         if body["paper"] != fig_id.split("-")[0]:
@@ -126,16 +155,99 @@ def load_registry(path: Path | None = None) -> dict[str, FigureEntry]:
             paper_label=str(body["paper_label"]),
             title=str(body["title"]),
             notebook=str(body["notebook"]),
-            claim=str(body["claim"]),
+            claims=_statements(fig_id, body["claims"]),
             params=dict(body.get("params") or {}),
             quick=dict(body.get("quick") or {}),
             key_metric=str(body.get("key_metric") or ""),
             deviations=_deviations(fig_id, body.get("deviations")),
             resources=_resources(fig_id, body.get("resources")),
             reuses=_reuses(fig_id, body.get("reuses")),
+            shown=_shown(fig_id, body.get("shown")),
         )
     _check_reuses(entries)
     return entries
+
+
+def _statements(fig_id: str, raw: Any) -> tuple[Statement, ...]:
+    """``claims``: a non-empty list of ``{says: <sentence>, checked_by: [<claim id>, ...]}``."""
+    if not isinstance(raw, list) or not raw:
+        raise RegistryError(
+            f"{fig_id}: claims must be a non-empty list of statements "
+            f"{{says: <sentence>, checked_by: [<claim id>, ...]}}"
+        )
+    out = []
+    for k, item in enumerate(raw, 1):
+        where = f"{fig_id}: claims[{k}]"
+        if not isinstance(item, dict):
+            raise RegistryError(f"{where} must be a mapping {{says: ..., checked_by: [...]}}")
+        missing = [key for key in STATEMENT_KEYS if key not in item]
+        unknown = sorted(set(item) - set(STATEMENT_KEYS))
+        if missing or unknown:
+            raise RegistryError(f"{where}: missing keys {missing}, unknown keys {unknown}")
+        says = item["says"]
+        if not isinstance(says, str) or not says.strip():
+            raise RegistryError(f"{where}: says must be a sentence")
+        ids = item["checked_by"]
+        if not isinstance(ids, list) or not ids:
+            raise RegistryError(
+                f"{where} ({says[:40]!r}...): checked_by must name at least one ledger claim "
+                f"of the figure that tests the statement"
+            )
+        bad = [i for i in ids if not isinstance(i, str) or not CLAIM_ID_RE.match(i)]
+        if bad:
+            raise RegistryError(
+                f"{where}: checked_by ids must be the notebook's kebab-case claim ids without "
+                f"the figure prefix, got {bad}"
+            )
+        if len(set(ids)) != len(ids):
+            raise RegistryError(f"{where}: checked_by names a claim twice: {ids}")
+        out.append(Statement(" ".join(says.split()), tuple(ids)))
+    return tuple(out)
+
+
+def _shown(fig_id: str, raw: Any) -> str:
+    if raw is None:
+        return ""
+    if not isinstance(raw, str) or not raw.strip():
+        raise RegistryError(f"{fig_id}: shown must be a sentence")
+    return " ".join(raw.split())
+
+
+def check_claim_map(
+    entries: dict[str, FigureEntry], ledger: dict[str, dict[str, str]]
+) -> list[str]:
+    """What is wrong with the map from the registry's statements to the ledger's claims.
+
+    ``ledger`` maps a figure id to its claims, short id -> the tag its line prints
+    (``PASS``, ``FAIL``, ``SKIP`` or ``CHECK``; the golden files hold every claim of the quick
+    profile, paper-only ones as ``SKIP``: :func:`ntpcore.pipeline.golden.claim_tags`).  A
+    statement must name at least one claim, every name must be a claim of the figure, and a
+    statement checked only by sanity checks (``CHECK``: guaranteed by mathematics or the
+    construction) is not tested.  Returns one line per problem (empty: the map is sound).
+    """
+    problems = []
+    for fig_id, entry in entries.items():
+        tags = ledger.get(fig_id)
+        if tags is None:
+            problems.append(f"{fig_id}: no ledger claims recorded for the figure")
+            continue
+        for k, st in enumerate(entry.claims, 1):
+            where = f"{fig_id}: claims[{k}] ({st.says[:50]!r})"
+            if not st.checked_by:
+                problems.append(f"{where}: names no ledger claim")
+            unknown = [i for i in st.checked_by if i not in tags]
+            if unknown:
+                problems.append(
+                    f"{where}: checked_by names {unknown}, which the figure's ledger does not "
+                    f"check (its claims: {', '.join(sorted(tags))})"
+                )
+            known = [i for i in st.checked_by if i in tags]
+            if known and all(tags[i] == "CHECK" for i in known):
+                problems.append(
+                    f"{where}: checked only by sanity checks {known}, which test no claim of the "
+                    f"paper; name a claim that can fail"
+                )
+    return problems
 
 
 def _reuses(fig_id: str, raw: Any) -> tuple[str, ...]:

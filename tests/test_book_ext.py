@@ -68,3 +68,38 @@ def test_all_claims_collects_the_registered_figures_sidecars(tmp_path, monkeypat
     found = ntpclaims.all_claims()
     assert [c["id"] for c in found] == [f"{fig_id}:a"]
     assert found[0]["paper_key"] == "lin"
+
+
+def test_the_summary_line_counts_the_claims_that_print_the_papers_number():
+    claims = [
+        {"status": "pass", "profile": "quick", "paper_key": "lin", "paper": 1.445},
+        {"status": "pass", "profile": "quick", "paper_key": "lin"},
+        {"status": "pass", "profile": "quick", "paper_key": "att", "paper": "≈0.98 (plot)"},
+        {"status": "not-evaluated", "profile": "quick", "paper_key": "att", "paper": 0.99},
+        # a sanity check never counts, with or without a number
+        {"status": "pass", "profile": "quick", "paper_key": "geo", "paper": 1.0, "sanity": True},
+        {"status": "pass", "profile": "quick", "paper_key": "geo"},
+    ]
+    line = ntpclaims.summary_line(claims, per_paper=True)
+    assert "3 of the 5 claims print the paper's own number" in line
+    assert "(lin: 1 of 2; geo: 0 of 1; att: 2 of 2)" in line
+    assert "(lin:" not in ntpclaims.summary_line(claims)
+
+
+def test_the_statements_table_lists_each_statement_with_the_status_of_its_claims():
+    fig_id = "lin-gd-direction"
+    entry = ntpclaims.load_registry()[fig_id]
+    first = entry.claims[0]
+    claims = [
+        {"id": f"{fig_id}:{first.checked_by[0]}", "status": "pass"},
+        {
+            "id": f"{fig_id}:{entry.claims[1].checked_by[0]}",
+            "status": "not-evaluated",
+            "sanity": True,
+        },
+    ]
+    rows = [r for r in ntpclaims.statements_rows("lin", claims) if fig_id in r[0]]
+    assert [r[1] for r in rows] == [st.says for st in entry.claims]
+    assert rows[0][2].startswith(f"`{first.checked_by[0]}` (holds)")
+    assert rows[1][2].startswith(f"`{entry.claims[1].checked_by[0]}` (sanity check, not evaluated)")
+    assert "(not run)" in rows[2][2]

@@ -13,7 +13,11 @@ Role ``{ntpval}`<fig-id>:<key>[|<format>]```
 Directive ``{ntp-claims}``
     The claims ledger as tables: with ``:paper: lin`` one table of that paper's claims
     (claim, source in the paper, the paper's number, ours, comparison, status, figure),
-    without options the summary line over all figures.
+    without options the summary line over all figures.  Both count the claims that carry
+    the paper's own number (``paper=``), the summary line per paper and in total.  With
+    ``:paper: lin`` and ``:part: statements``, the table of what each figure of the paper
+    claims (the registry's statements, ``figures.yml``) and the ledger claims that test each
+    statement, with their status.
 
 Directive ``{ntp-mutations}``
     The mutation score from ``results/mutations/report.json`` (``make mutations``): the
@@ -133,18 +137,60 @@ def all_claims() -> list[dict]:
     return out
 
 
-def summary_line(claims: list[dict]) -> str:
+def with_paper_number(claims: list[dict]) -> list[dict]:
+    """The claims (sanity checks left out) that print the paper's own number beside ours."""
+    return [c for c in claims if not c.get("sanity") and c.get("paper") is not None]
+
+
+def summary_line(claims: list[dict], per_paper: bool = False) -> str:
     """The counts of the paper's claims; sanity checks (guaranteed by mathematics or the
-    construction, ``sanity=True``) are counted apart."""
+    construction, ``sanity=True``) are counted apart.  Then how many claims carry the paper's
+    own number, and with ``per_paper`` how many of each paper's (by ``paper_key``)."""
     n = tally(claims)
     profiles = sorted({c["profile"] for c in claims}) or ["-"]
-    return (
+    numbered = with_paper_number(claims)
+    line = (
         f"**{n['claims']} claims: {n['pass']} hold, {n['fail']} do not, "
         f"{n['not-evaluated']} not evaluated in this profile** "
         f"(profile of the runs: {', '.join(profiles)})"
         + (f"; and {n['sanity']} sanity checks, not counted as claims" if n["sanity"] else "")
-        + "."
+        + f". **{len(numbered)} of the {n['claims']} claims print the paper's own number** "
+        "beside ours"
     )
+    if per_paper:
+        parts = []
+        for key in PAPERS:
+            of_paper = [c for c in claims if c.get("paper_key") == key]
+            if of_paper:
+                parts.append(
+                    f"{key}: {len(with_paper_number(of_paper))} of {tally(of_paper)['claims']}"
+                )
+        if parts:
+            line += f" ({'; '.join(parts)})"
+    return line + "."
+
+
+def statements_rows(paper: str, claims: list[dict]) -> list[list[str]]:
+    """One row per statement of each figure of ``paper`` in the registry: the figure, the
+    statement, and the ledger claims that test it, each with its status in this build
+    ("not run" where the figure has no sidecar)."""
+    by_id = {c["id"]: c for c in claims}
+    rows = []
+    for fig_id, entry in load_registry().items():
+        if entry.paper != paper:
+            continue
+        for st in entry.claims:
+            tested = []
+            for short in st.checked_by:
+                c = by_id.get(f"{fig_id}:{short}")
+                word = "not run" if c is None else STATUS_WORDS[c["status"]]
+                if c is not None and c.get("sanity"):
+                    word = f"sanity check, {word}"
+                tested.append(f"`{short}` ({word})")
+            rows.append(
+                [f"{{doc}}`{fig_id} </book/executed/{fig_id}>`", st.says, "; ".join(tested)]
+            )
+    return rows
 
 
 def _cell(x: object) -> str:
@@ -155,7 +201,7 @@ def _cell(x: object) -> str:
 
 class NTPClaims(SphinxDirective):
     has_content = False
-    option_spec = {"paper": lambda s: s.strip()}
+    option_spec = {"paper": lambda s: s.strip(), "part": lambda s: s.strip()}
 
     def _parse(self, text: str) -> list[nodes.Node]:
         container = nodes.container()
@@ -170,9 +216,15 @@ class NTPClaims(SphinxDirective):
         claims = all_claims()
         paper = self.options.get("paper")
         if paper is None:
-            return self._parse(summary_line(claims))
+            return self._parse(summary_line(claims, per_paper=True))
         if paper not in PAPERS:
             logger.warning("ntp-claims: unknown paper %r", paper, location=self.get_location())
+            return []
+        part = self.options.get("part", "claims")
+        if part == "statements":
+            return self._parse(self._statements(paper, claims))
+        if part != "claims":
+            logger.warning("ntp-claims: unknown part %r", part, location=self.get_location())
             return []
         rows = [c for c in claims if c["paper_key"] == paper]
         if not rows:
@@ -192,6 +244,22 @@ class NTPClaims(SphinxDirective):
             lines.extend(f"  - {cell}" for cell in row[1:])
         lines.append(":::")
         return self._parse("\n".join(lines))
+
+    @staticmethod
+    def _statements(paper: str, claims: list[dict]) -> str:
+        lines = [
+            ":::{list-table}",
+            ":header-rows: 1",
+            ":class: ntp-claims",
+            ":widths: 18 42 40",
+            "",
+        ]
+        header = ["figure", "the figure claims", "tested by (ledger claims of the figure)"]
+        for row in [header, *statements_rows(paper, claims)]:
+            lines.append(f"* - {row[0]}")
+            lines.extend(f"  - {cell}" for cell in row[1:])
+        lines.append(":::")
+        return "\n".join(lines)
 
     @staticmethod
     def _row(c: dict) -> list[str]:

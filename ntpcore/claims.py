@@ -20,8 +20,11 @@ claim with
   run when it does not hold, but it is printed ``CHECK`` instead of ``PASS`` and is not
   counted among the claims of the paper,
 * where our run is known not to reproduce the paper, ``known_deviation=``: the reason in
-  the book's words.  Such a claim is still evaluated and shown, as not holding, with the
-  reason; it does not fail the run.  Every other failed claim does.
+  the book's words, with ``band=(lo, hi)``: the range the honest run stays in (with where it
+  comes from in the reason).  Such a claim is still evaluated and shown, as not holding, with
+  the reason; it does not fail the run while its value stays in the band, and does when it
+  leaves it (a collapse or a blow-up is an error, not the known deviation).  Every other
+  failed claim fails the run.
 
 Each check prints one line (the status, the measured value at the stated number of
 significant digits, the comparison and the paper's number), and the ledger is written to
@@ -57,6 +60,7 @@ __all__ = [
     "between",
     "close_to",
     "holds",
+    "is_blocking",
     "load_claims",
     "tally",
 ]
@@ -158,11 +162,8 @@ class Claim:
     note: str | None = None
     known_deviation: str | None = None
     sanity: bool = False
-
-    @property
-    def blocking(self) -> bool:
-        """A failed claim without a stated deviation fails the run."""
-        return self.status == "fail" and not self.known_deviation
+    band: str | None = None  # a known deviation's band, e.g. "in [0.7, 0.9]"
+    blocking: bool = False  # fails the run: failed, and not a known deviation inside its band
 
     def line(self) -> str:
         """The one line a check prints (also what the golden outputs compare)."""
@@ -176,7 +177,8 @@ class Claim:
         if self.reference is not None:
             text += f"; reference {self.reference} ({self.reference_source})"
         if self.status == "fail" and self.known_deviation:
-            text += f" [known deviation: {self.known_deviation}]"
+            where = "outside the band" if self.blocking else "band"
+            text += f" [known deviation ({where} {self.band}): {self.known_deviation}]"
         return text
 
 
@@ -231,6 +233,7 @@ class Ledger:
         digits: int = 3,
         note: str | None = None,
         known_deviation: str | None = None,
+        band: tuple[float, float] | None = None,
         sanity: bool = False,
     ) -> None:
         """Check one claim, print its line and record it (``ledger.claims[-1]``).
@@ -262,6 +265,18 @@ class Ledger:
         value = _jsonable(np.asarray(measured).item() if np.ndim(measured) == 0 else measured)
         if not isinstance(value, (bool, float, str)):
             raise ClaimError(f"claim {full_id!r}: measured must be a number or a bool")
+        if sanity and known_deviation:
+            raise ClaimError(f"claim {full_id!r}: a sanity check cannot be a known deviation")
+        if known_deviation and (isinstance(value, bool) or expect.op == "true"):
+            raise ClaimError(f"claim {full_id!r}: a yes/no claim cannot be a known deviation")
+        if known_deviation and band is None:
+            raise ClaimError(
+                f"claim {full_id!r}: a known deviation needs band=(lo, hi), the range the "
+                f"honest run stays in"
+            )
+        in_band = between(*band) if band is not None else None
+        if in_band is not None and not known_deviation:
+            raise ClaimError(f"claim {full_id!r}: band= belongs to a known deviation")
         if self.profile not in profiles:
             status, shown = "not-evaluated", ""
         else:
@@ -278,6 +293,9 @@ class Ledger:
                 shown = "within" if ok else f"{_fmt(value, 3)}, outside"
             else:
                 shown = _fmt(value, digits)
+        blocking = status == "fail" and not (
+            known_deviation and not isinstance(value, str) and in_band.holds(value)
+        )
         claim = Claim(
             id=full_id,
             fig_id=self.fig_id,
@@ -295,9 +313,9 @@ class Ledger:
             note=note,
             known_deviation=known_deviation,
             sanity=bool(sanity),
+            band=in_band.describe() if in_band is not None else None,
+            blocking=blocking,
         )
-        if sanity and known_deviation:
-            raise ClaimError(f"claim {full_id!r}: a sanity check cannot be a known deviation")
         self.claims.append(claim)
         print(claim.line())
         self._write()
@@ -308,7 +326,7 @@ class Ledger:
         return [{**asdict(c), "profiles": list(c.profiles)} for c in self.claims]
 
     def failed(self) -> list[Claim]:
-        """The claims that fail the run (failed, with no stated deviation)."""
+        """The claims that fail the run (failed, and not a known deviation inside its band)."""
         return [c for c in self.claims if c.blocking]
 
     def summary(self) -> str:
@@ -323,6 +341,15 @@ class Ledger:
         out = paths.output_dir(self.fig_id) / f"{self.fig_id}.claims.json"
         payload = {"fig_id": self.fig_id, "profile": self.profile, "claims": self.records()}
         write_text_atomic(out, json.dumps(payload, indent=2, sort_keys=True))
+
+
+def is_blocking(record: dict[str, Any]) -> bool:
+    """Whether a claim record (a sidecar dict) fails the run: failed, and not a known
+    deviation inside its band.  Records written before bands existed count a failed known
+    deviation as not blocking, as they were then."""
+    if "blocking" in record:
+        return bool(record["blocking"])
+    return record["status"] == "fail" and not record.get("known_deviation")
 
 
 def tally(records: list[dict[str, Any]]) -> dict[str, int]:

@@ -144,7 +144,7 @@ def test_a_stated_deviation_is_shown_but_does_not_fail_the_run(tmp_path, monkeyp
     body = BODY.replace(
         'paper=0.0, paper_source="[lin, Sec. 2]")',
         'paper=0.0, paper_source="[lin, Sec. 2]",\n'
-        '             known_deviation="our toy draw differs from the paper\'s")',
+        '             known_deviation="our toy draw differs from the paper\'s", band=(0.0, 0.1))',
     )
     monkeypatch.setattr(sys.modules[__name__], "BODY", body)
     outcome = _run(tmp_path, monkeypatch, "0.05")
@@ -152,6 +152,47 @@ def test_a_stated_deviation_is_shown_but_does_not_fail_the_run(tmp_path, monkeyp
     sidecar = json.loads((tmp_path / "figures" / "lin-claimtest.json").read_text())
     broken = sidecar["claims"][1]
     assert broken["status"] == "fail" and broken["known_deviation"].startswith("our toy")
+    assert broken["band"] == "in [0.0, 0.1]" and broken["blocking"] is False
+
+
+def test_a_known_deviation_outside_its_band_fails_the_run(tmp_path, monkeypatch, capsys):
+    # issue 21: a collapse (or a blow-up) is not the known deviation
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path))
+    ledger = claims.Ledger("geo-bandtest", "quick")
+    for k, value in enumerate((0.85, 0.0, 0.95)):  # in the band, collapsed, the claim holds
+        ledger.check(
+            f"sc-{k}", "structural correlation", value, claims.at_least(0.9),
+            source="[geo, Fig. 2(d)]", known_deviation="the word geometry lags", band=(0.7, 0.9),
+        )  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    assert [c.id for c in ledger.failed()] == ["geo-bandtest:sc-1"]
+    assert lines[0].endswith("[known deviation (band in [0.7, 0.9]): the word geometry lags]")
+    assert "[known deviation (outside the band in [0.7, 0.9]): " in lines[1]
+    assert lines[2].startswith("PASS") and "known deviation" not in lines[2]
+    assert [claims.is_blocking(r) for r in ledger.records()] == [False, True, False]
+    # records written before bands existed keep their meaning
+    assert not claims.is_blocking({"status": "fail", "known_deviation": "why"})
+    assert claims.is_blocking({"status": "fail"})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"known_deviation": "why"}, "needs band="),
+        ({"band": (0.0, 1.0)}, "band= belongs to a known deviation"),
+        ({"known_deviation": "why", "band": (1.0, 0.0)}, "empty interval"),
+    ],
+)
+def test_a_band_goes_with_a_known_deviation(tmp_path, monkeypatch, kwargs, message):
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path))
+    ledger = claims.Ledger("geo-bandtest", "quick")
+    with pytest.raises(claims.ClaimError, match=message):
+        ledger.check("x", "x", 0.5, claims.at_least(0.9), source="[geo, Fig. 2]", **kwargs)
+    with pytest.raises(claims.ClaimError, match="yes/no claim cannot be a known deviation"):
+        ledger.check(
+            "y", "y", False, claims.holds(), source="[geo, Fig. 2]",
+            known_deviation="why", band=(0.0, 1.0),
+        )  # fmt: skip
 
 
 def test_a_sanity_check_fails_the_run_but_is_not_counted_as_a_claim(tmp_path, monkeypatch, capsys):

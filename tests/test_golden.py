@@ -40,12 +40,16 @@ def _executed(path, lines: list[str]):
 
 # ------------------------------------------------------------------------ tokenizing
 def test_a_claim_line_measures_only_its_value_and_a_known_deviation():
-    line = golden.tokenize(CLAIM.format(v="0.0175") + " [known deviation: up to 7.2% here]")
+    line = golden.tokenize(
+        CLAIM.format(v="0.0175") + " [known deviation (band in [0.0, 0.25]): up to 7.2% here]"
+    )
     assert line.claim == "lin-x:ratio"
     assert [(n.text, n.measured) for n in line.numbers] == [
         ("5", False),  # the source's figure number
         ("0.0175", True),  # our value
         ("1", False),  # the bound
+        ("0.0", False),  # the band of the known deviation
+        ("0.25", False),
         ("7.2", True),  # the run's number quoted by the deviation
     ]
     assert line.numbers[1].floor == pytest.approx(1e-4)  # one unit in the last digit

@@ -271,7 +271,8 @@ class NTPClaims(SphinxDirective):
             ours += f"; reference {_cell(c['reference'])} ({c['reference_source']})"
         status = STATUS_WORDS[c["status"]]
         if c["status"] == "fail" and c.get("known_deviation"):
-            status += f" (known deviation: {c['known_deviation']})"
+            band = f", band {c['band']}" if c.get("band") else ""
+            status += f" (known deviation{band}: {c['known_deviation']})"
         if c.get("note"):
             status += f": {c['note']}"
         if c["status"] == "not-evaluated":

@@ -88,7 +88,8 @@ _CLAIM = re.compile(
     r"^(?P<head>(?:PASS|FAIL|SKIP|CHECK) \S+: .*?\]: ours )(?P<ours>.*?)"
     r"(?P<tail> \((?:≤|≥|in \[|= |holds).*)$"
 )
-_DEVIATION = " [known deviation: "
+#: A known deviation's opening, with its band (constants); the reason after it quotes the run.
+_DEVIATION = re.compile(r" \[known deviation \((?:outside the )?band [^)]*\): ")
 
 
 class GoldenError(RuntimeError):
@@ -167,10 +168,11 @@ def _segments(line: str) -> tuple[list[tuple[str, bool, bool]], str | None]:
         return [(line, True, False)], None
     claim = line.split(" ", 2)[1].rstrip(":")
     tail = m.group("tail")
-    expect, sep, deviation = tail.partition(_DEVIATION)
+    dev = _DEVIATION.search(tail)
+    expect = tail[: dev.start()] if dev else tail
     parts = [(m.group("head"), False, False), (m.group("ours"), True, True), (expect, False, False)]
-    if sep:
-        parts += [(sep, False, False), (deviation, True, False)]
+    if dev:
+        parts += [(dev.group(0), False, False), (tail[dev.end() :], True, False)]
     return parts, claim
 
 

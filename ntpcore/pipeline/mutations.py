@@ -42,6 +42,7 @@ from pathlib import Path
 
 import nbformat
 
+from ntpcore import claims as claims_mod
 from ntpcore.core.io import write_text_atomic
 from ntpcore.pipeline import golden, images, paths, provenance
 
@@ -144,11 +145,7 @@ def _failed_claims(failed_dir: Path, figures: tuple[str, ...]) -> list[str]:
         side = failed_dir / fig / f"{fig}.json"
         if side.exists():
             claims = json.loads(side.read_text()).get("claims", [])
-            out += [
-                c["id"]
-                for c in claims
-                if c.get("status") == "fail" and not c.get("known_deviation")
-            ]
+            out += [c["id"] for c in claims if claims_mod.is_blocking(c)]
     return out
 
 

@@ -374,7 +374,7 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
         wall = time.perf_counter() - t0
         message = _describe_failure(exc, job.entry.notebook)
         claims = _read_claims(fig_stage, fig_id) if fig_stage.exists() else ()
-        if any(c["status"] == "fail" and not c.get("known_deviation") for c in claims):
+        if any(claims_mod.is_blocking(c) for c in claims):
             message += "\n" + _claims_problem(fig_id, job.profile, claims)
         if executed.exists():
             kept = _keep_failed(executed, fig_stage, fig_id, job.adhoc)
@@ -401,7 +401,7 @@ def _read_claims(fig_stage: Path, fig_id: str) -> tuple[dict[str, Any], ...]:
 
 def _claims_problem(fig_id: str, profile: str, claims: tuple[dict[str, Any], ...]) -> str:
     """Why the figure may not be published ("" when its claims allow it)."""
-    failed = [c for c in claims if c["status"] == "fail" and not c.get("known_deviation")]
+    failed = [c for c in claims if claims_mod.is_blocking(c)]
     if failed:
         lines = [f"{fig_id}: {len(failed)} claim(s) do not hold:"]
         for c in failed:

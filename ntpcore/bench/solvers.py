@@ -115,7 +115,7 @@ def _lin_generic(inst, solver: str):
 
 
 def _lin_check(inst, W) -> tuple[float, float]:
-    from ntpcore.lin.svm import margins
+    from ntpcore.lin.svm_problem import margins
 
     H, S = inst
     mg = margins(W, H, S)

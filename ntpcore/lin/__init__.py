@@ -13,7 +13,8 @@ This module is the paper's public face; the mathematics lives in
 * :mod:`ntpcore.lin.loss`      CE (eq. 2), its gradient and Hessian, CE_F (eq. 12), CE - H
 * :mod:`ntpcore.lin.subspace`  the subspace F (eq. 5), projections, W* (Def. 1, eq. 4)
 * :mod:`ntpcore.lin.separability`  NTP-separability (Def. 2) by an LP
-* :mod:`ntpcore.lin.svm`       the NTP-SVM (Def. 3) and its solver dispatch; its solvers in
+* :mod:`ntpcore.lin.svm_problem`  the NTP-SVM program (Def. 3): margins, the post-check
+* :mod:`ntpcore.lin.svm`       its solver dispatch; its solvers in
   :mod:`ntpcore.lin.svm_reference` (cvxpy) and :mod:`ntpcore.lin.dual` (dual QP)
 * :mod:`ntpcore.lin.regpath`   the regularization path (eq. 8, Theorem 1)
 * :mod:`ntpcore.lin.training`  GD / NGD / Adam and the metrics of Theorem 2
@@ -56,7 +57,8 @@ from ntpcore.lin.subspace import (
     project_perp,
     row_space_projector,
 )
-from ntpcore.lin.svm import SVMResult, margins, ntp_svm, ntp_svm_solve
+from ntpcore.lin.svm import ntp_svm, ntp_svm_solve
+from ntpcore.lin.svm_problem import SVMResult, margins
 from ntpcore.lin.training import solution_pair, train_metrics, train_ntp
 
 __all__ = [

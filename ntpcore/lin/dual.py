@@ -59,7 +59,7 @@ from numpy.typing import ArrayLike, NDArray
 from ntpcore.errors import InfeasibleError, SolverError
 from ntpcore.lin.separability import infeasibility_bound, separability_lp
 from ntpcore.lin.subspace import anchor_tokens
-from ntpcore.lin.svm import SVMResult, check_svm_data, svm_result
+from ntpcore.lin.svm_problem import SVMResult, check_svm_data, svm_result
 
 Array = NDArray[np.float64]
 

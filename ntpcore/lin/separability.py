@@ -23,7 +23,7 @@ from scipy.optimize import linprog
 
 from ntpcore.core.validate import as_float_array
 from ntpcore.errors import SolverError
-from ntpcore.lin.svm import check_svm_data
+from ntpcore.lin.svm_problem import check_svm_data
 
 Array = NDArray[np.float64]
 

@@ -20,118 +20,25 @@ Solvers (:func:`ntp_svm_solve` picks one):
 * ``"dual"`` and ``"dual-cd"`` -- the dual in C, by projected Newton (full-column-rank H)
   or by block-coordinate descent (any H) (:mod:`ntpcore.lin.dual`).
 
-Every solver's answer passes the same post-check (:func:`svm_result`): min margin
+Every solver's answer passes the same post-check
+(:func:`ntpcore.lin.svm_problem.svm_result`): min margin
 :math:`\ge 1 - 10^{-6}` and in-support spread :math:`\le 10^{-6}\max(1, \|W\|)`.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ntpcore.core.validate import as_float_array, as_support
-from ntpcore.errors import DataError, ParameterError, SolverError
+from ntpcore.errors import ParameterError, SolverError
 from ntpcore.lin.data import check_embeddings_probs
-from ntpcore.lin.subspace import anchor_tokens
+from ntpcore.lin.dual import svm_dual, svm_dual_cd
+from ntpcore.lin.svm_problem import SVMResult, check_svm_data
+from ntpcore.lin.svm_reference import svm_cvxpy
 
 Array = NDArray[np.float64]
-
-#: Post-check of every solver: (6a)-(6b) hold to this tolerance, i.e. min margin >= 1 - tol
-#: and in-support spread <= tol max(1, ||W||).
-CHECK_TOL = 1e-6
-
-
-@dataclass(frozen=True, eq=False)
-class SVMResult:
-    """Solution of the NTP-SVM and a record of how it was obtained."""
-
-    W_mm: Array  # (V, d)
-    solver: str  # "dual" | "dual-cd" | "cvxpy": the method that answered
-    status: str
-    norm: float  # ||W_mm||_F (the normalised max-margin is 1/norm)
-    min_margin: float  # min over j, v not in S_j of (e_{z_j} - e_v)^T W h_j
-    max_spread: float  # max over j of the in-support logit spread
-    n_active: int  # margin constraints with margin <= 1 + 1e-6
-    iterations: int
-    time_s: float
-    C: Array | None = None  # (V, m) dual coefficients, W_mm = C H^T (dual solver)
-    extra: dict = field(default_factory=dict)
-
-
-def check_svm_data(H: ArrayLike, S: ArrayLike) -> tuple[Array, NDArray[np.bool_]]:
-    H = as_float_array(H, "H", ndim=2)
-    S = as_support(S, "S")
-    if S.shape[1] != H.shape[1]:
-        raise DataError(f"H has {H.shape[1]} columns (contexts) but S has {S.shape[1]}")
-    if S.all():
-        raise DataError(
-            "every context has full support (S_j = V): there is no margin constraint and the "
-            "NTP-SVM is trivial (W = 0); the paper assumes some S_j < V"
-        )
-    return H, S
-
-
-def margins(W: ArrayLike, H: ArrayLike, S: ArrayLike) -> dict[str, float]:
-    """Margins of W: min anchor margin off the support, in-support spread, strict margin.
-
-    ``strict`` is min_j (min_{z in S_j} L_zj - max_{v not in S_j} L_vj), equal to
-    ``min_margin`` when the spread is zero.
-    """
-    H = as_float_array(H, "H", ndim=2)
-    S = as_support(S, "S")
-    L = np.asarray(W, dtype=float) @ H  # (V, m)
-    cols = np.arange(S.shape[1])
-    z = anchor_tokens(S)
-    marg = L[z, cols][None, :] - L
-    off = ~S
-    min_margin = float(marg[off].min()) if off.any() else np.inf
-    Lin_max = np.where(S, L, -np.inf).max(axis=0)
-    Lin_min = np.where(S, L, np.inf).min(axis=0)
-    spread = float((Lin_max - Lin_min).max())
-    has_off = off.any(axis=0)
-    strict = (Lin_min - np.where(off, L, -np.inf).max(axis=0))[has_off]
-    return {
-        "min_margin": min_margin,
-        "max_spread": spread,
-        "strict_margin": float(strict.min()) if strict.size else np.inf,
-        "n_active": int(np.sum(off & (marg <= 1 + 1e-6))),
-    }
-
-
-def svm_result(
-    W: Array,
-    H: Array,
-    S: NDArray[np.bool_],
-    solver: str,
-    status: str,
-    it: int,
-    t0: float,
-    C: Array | None = None,
-    extra: dict | None = None,
-) -> SVMResult:
-    mg = margins(W, H, S)
-    res = SVMResult(
-        W_mm=W,
-        solver=solver,
-        status=status,
-        norm=float(np.linalg.norm(W)),
-        min_margin=mg["min_margin"],
-        max_spread=mg["max_spread"],
-        n_active=mg["n_active"],
-        iterations=it,
-        time_s=time.perf_counter() - t0,
-        C=C,
-        extra=extra or {},
-    )
-    if res.min_margin < 1 - CHECK_TOL or res.max_spread > CHECK_TOL * max(1.0, res.norm):
-        raise SolverError(
-            f"NTP-SVM ({solver}) returned an inaccurate point: min margin {res.min_margin:.3g}"
-            f" (need >= 1 - {CHECK_TOL:g}), in-support spread {res.max_spread:.3g}"
-        )
-    return res
 
 
 def _full_column_rank(H: Array) -> bool:
@@ -164,10 +71,6 @@ def ntp_svm_solve(H: ArrayLike, S: ArrayLike, *, solver: str = "auto") -> SVMRes
     the methods that failed, with their messages.  Every answer passes the post-check of
     :func:`svm_result`; an explicitly named solver never falls back.
     """
-    # The solver modules build on this one (SVMResult, svm_result), hence imported here.
-    from ntpcore.lin.dual import svm_dual, svm_dual_cd
-    from ntpcore.lin.svm_reference import svm_cvxpy
-
     H, S = check_svm_data(H, S)
     methods = {"dual": svm_dual, "dual-cd": svm_dual_cd, "cvxpy": svm_cvxpy}
     if solver != "auto":

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 from ntpcore.errors import InfeasibleError, SolverError
 from ntpcore.lin.separability import separability_lp
 from ntpcore.lin.subspace import anchor_tokens
-from ntpcore.lin.svm import SVMResult, check_svm_data, svm_result
+from ntpcore.lin.svm_problem import SVMResult, check_svm_data, svm_result
 
 Array = NDArray[np.float64]
 
@@ -88,7 +88,7 @@ def svm_cvxpy(H: ArrayLike, S: ArrayLike, *, solver: str = "CLARABEL", **solve_k
     ``infeasible_inaccurate`` ending is decided by the separability LP.
 
     Raises InfeasibleError (not NTP-separable), SolverError (no attempt ends ``optimal``,
-    or the answer fails the post-check of :func:`ntpcore.lin.svm.svm_result`).
+    or the answer fails the post-check of :func:`ntpcore.lin.svm_problem.svm_result`).
     """
     import cvxpy as cp
 

@@ -18,11 +18,11 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-import ntpcore.lin.dual as dual_mod
+import ntpcore.lin.svm as svm_mod
 from ntpcore import lin
 from ntpcore.errors import SolverError
 from ntpcore.lin.dual import svm_dual, svm_dual_cd
-from ntpcore.lin.svm import CHECK_TOL
+from ntpcore.lin.svm_problem import CHECK_TOL
 from ntpcore.lin.svm_reference import svm_cvxpy
 
 pytestmark = pytest.mark.theory
@@ -98,7 +98,7 @@ def test_auto_falls_back_to_dual_cd_when_cvxpy_is_inaccurate(monkeypatch):
 def test_auto_raises_when_no_method_certifies(monkeypatch, near_threshold):
     """cvxpy inaccurate and dual-cd out of epochs: an error naming both, never a W."""
     _report_inaccurate(monkeypatch)
-    monkeypatch.setattr(dual_mod, "svm_dual_cd", functools.partial(svm_dual_cd, max_epochs=40))
+    monkeypatch.setattr(svm_mod, "svm_dual_cd", functools.partial(svm_dual_cd, max_epochs=40))
     with pytest.raises(SolverError) as err:
         lin.ntp_svm_solve(near_threshold.H, near_threshold.S)
     msg = str(err.value)
@@ -113,7 +113,7 @@ def test_auto_falls_back_from_newton_dual(monkeypatch, synth):
     def broken(H, S):
         raise SolverError("NTP-SVM dual: line search failed (numerical trouble)")
 
-    monkeypatch.setattr(dual_mod, "svm_dual", broken)
+    monkeypatch.setattr(svm_mod, "svm_dual", broken)  # where the dispatch looks it up
     res = lin.ntp_svm_solve(synth.H, synth.S)
     assert res.solver == "dual-cd" and "line search" in res.extra["fallback_from"]["dual"]
     assert np.linalg.norm(res.W_mm - first.W_mm) <= 1e-6 * first.norm

@@ -445,3 +445,32 @@ def test_an_interrupted_run_ends_on_its_own_line_not_on_a_late_kernel_error(inte
         assert err.strip() == "interrupted: 0 of 1 figure(s) finished"
     else:
         assert "Task exception was never retrieved" in err and "DeadKernelError" in err
+
+
+REFUSING = """\
+from ntpcore.errors import DataError, ParameterError
+if seed == 5:
+    raise ParameterError("mine.txt has 12 tokens: it supports vocab_size <= 9; run with --set x=1")
+raise DataError("a broken input")
+"""
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_a_parameter_the_notebook_refuses_is_one_line(dirs, monkeypatch, capsys, seed):
+    """Issue 22: a parameter only the notebook can check (a corpus too small for the requested
+    sizes) ended in the notebook, the cell and a pointer to the traceback.  Negative control:
+    any other error still names the cell and where the traceback is kept."""
+    monkeypatch.setattr(reproduce, "FAILED_DIR", dirs / "failed")
+    nb = write_notebook(dirs / "r.ipynb", PARAMS, REFUSING)
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), "c")
+    monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
+    assert reproduce.main(["--only", "lin-rt", "--profile", "quick", "--set", f"seed={seed}"]) == 1
+    printed = capsys.readouterr()
+    err = printed.err[printed.err.index("error: ") :]
+    if seed == 5:
+        assert err.strip() == (
+            "error: lin-rt: mine.txt has 12 tokens: it supports vocab_size <= 9; run with --set x=1"
+        )
+    else:
+        assert "raised DataError: a broken input" in err
+        assert "executed copy with the traceback" in err

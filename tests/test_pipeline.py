@@ -504,3 +504,16 @@ def test_a_file_parameter_is_refused_before_any_kernel_starts(
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ParameterError, match=message):
         registry.validate_overrides(file_specs, {"corpus": "bad.txt"}, "--set", "geo-test")
+
+
+def test_the_runner_gives_the_kernel_an_absolute_path(tmp_path, monkeypatch):
+    """The kernel runs in notebooks/: a path relative to where the command runs is resolved
+    by the runner before any kernel starts, and the exploration records it absolute."""
+    (tmp_path / "mine.txt").write_text("the cat sat on the mat .\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    (job,) = reproduce.plan(["geo-corpus-scale"], "quick", {"corpus": "mine.txt"}, REG)
+    assert job.parameters["corpus"] == job.adhoc["corpus"] == str(tmp_path / "mine.txt")
+    (job,) = reproduce.plan(["geo-corpus-scale"], "quick", {"corpus": "lee_background"}, REG)
+    assert job.parameters["corpus"] == "lee_background"
+    (job,) = reproduce.plan(["geo-corpus-scale"], "quick", {}, REG)
+    assert "corpus" not in job.parameters  # the registry figure keeps the notebook's default

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -14,8 +15,10 @@ import time
 import pytest
 from matplotlib import pyplot as plt
 from nbutil import write_notebook
+from textutil import write_story
 
 from ntpcore.errors import ParameterError
+from ntpcore.geo.text import tokenize
 from ntpcore.pipeline import paths, provenance, registry
 from ntpcore.pipeline import runner as reproduce
 
@@ -474,3 +477,30 @@ def test_a_parameter_the_notebook_refuses_is_one_line(dirs, monkeypatch, capsys,
     else:
         assert "raised DataError: a broken input" in err
         assert "executed copy with the traceback" in err
+
+
+def test_the_corpus_scale_figure_runs_on_a_readers_text(dirs, monkeypatch, capsys):
+    """Issue 22: ``--set corpus=<a text file>`` (relative to where the command runs) makes the
+    corpus-scale figure and its claims for that text in results/explore/, and a text too small
+    for the requested sizes gets one line saying what it supports."""
+    monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
+    monkeypatch.setattr(reproduce, "FAILED_DIR", dirs / "failed")
+    text = write_story(dirs / "mine.txt", 30).read_text(encoding="utf-8")
+    monkeypatch.chdir(dirs)
+    base = ["--only", "geo-corpus-scale", "--profile", "quick", "--set", "corpus=mine.txt"]
+    assert reproduce.main(base) == 1  # the quick profile's V = 200 words, m up to 400
+    printed = capsys.readouterr()
+    errors = [ln for ln in printed.err.splitlines() if ln.startswith("error")]
+    assert len(errors) == 1 and "distinct words" in errors[0], printed.err
+    assert "it supports vocab_size <=" in errors[0] and "run with --set" in errors[0]
+    suggested = shlex.split(errors[0].split("; run with ", 1)[1])  # as a shell reads it
+    small = ["--set", "d=8", "--set", "n_epochs=40", "--set", "lr_milestones=[20]"]
+    assert reproduce.main(base + suggested + small) == 0, capsys.readouterr().err
+    explore = dirs / "results" / "explore" / "geo-corpus-scale"
+    sidecar = json.loads((explore / "geo-corpus-scale.json").read_text())
+    assert sidecar["explored"] and sidecar["params"]["source"] == str(dirs / "mine.txt")
+    assert sidecar["metrics"]["corpus_tokens"] == len(tokenize(text))
+    assert {c["status"] for c in sidecar["claims"]} <= {"pass", "fail", "not-evaluated"}
+    assert any(c["status"] == "pass" for c in sidecar["claims"])
+    assert (explore / "geo-corpus-scale.png").exists()
+    assert not (dirs / "book-figures").exists()

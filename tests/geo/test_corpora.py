@@ -23,6 +23,7 @@ from ntpcore import geo as g
 from ntpcore.errors import DataError, ParameterError
 from ntpcore.geo import corpora
 from ntpcore.geo.experiments import scale as sc
+from ntpcore.geo.tables import BUILTIN_CORPORA
 from ntpcore.geo.text import split_documents, tokenize
 from ntpcore.pipeline import cache
 
@@ -208,6 +209,15 @@ def test_a_missing_empty_binary_or_unreadable_file_is_refused(tmp_path, monkeypa
     monkeypatch.setattr(Path, "read_bytes", denied)
     with pytest.raises(DataError, match=r"locked.txt' cannot be read \(Permission denied\)"):
         corpora.load_corpus(str(locked))
+
+
+def test_the_notebook_offers_the_builtin_corpora_by_name() -> None:
+    from ntpcore.pipeline import paths, registry
+
+    spec = registry.parse_parameters(paths.ROOT / "notebooks" / "geo_corpus_scale.ipynb")["corpus"]
+    assert spec.default == corpora.DEFAULT_CORPUS
+    assert sorted(c for c in spec.choices if c != registry.TEXT_FILE) == sorted(BUILTIN_CORPORA)
+    assert registry.TEXT_FILE in spec.choices
 
 
 def test_the_lee_corpus_fits_the_quick_profile_and_not_the_paper_profile() -> None:

@@ -560,3 +560,65 @@ def test_notebooks_import_only_the_paper_faces_the_ledger_and_the_pipeline():
         for module in re.findall(r"^import (ntpcore[\w.]*)", src, re.M):
             assert allowed.match(module), f"{nb_path.name}: imports {module}"
         assert not re.search(r"\b\w+\._[a-z]\w*\(", src), f"{nb_path.name}: calls a private name"
+
+
+# ------------------------------------------------------------------- a parameter that takes a file
+
+FILE_PARAMS = """\
+fig_id = "geo-test"  # key
+profile = "paper"  # [paper|quick] profile
+corpus = "builtin"  # [builtin|other|<text file>] a name or a text file
+"""
+
+
+@pytest.fixture()
+def file_specs(tmp_path):
+    return registry.parse_parameters(write_notebook(tmp_path / "geo_test.ipynb", FILE_PARAMS))
+
+
+def test_a_file_parameter_takes_its_names_or_a_text_file_made_absolute(
+    file_specs, tmp_path, monkeypatch
+):
+    (tmp_path / "texts").mkdir()
+    (tmp_path / "texts" / "mine.txt").write_text("the cat sat on the mat .\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # the directory the command runs in
+    got = registry.validate_overrides(file_specs, {"corpus": "texts/mine.txt"}, "--set", "geo-test")
+    assert got == {"corpus": str(tmp_path / "texts" / "mine.txt")}
+    assert registry.validate_overrides(file_specs, {"corpus": "other"}, "--set", "x") == {
+        "corpus": "other"
+    }
+    # a registry value is taken from the base it is given (the runner: the repository root)
+    base = tmp_path / "texts"
+    got = registry.validate_overrides(file_specs, {"corpus": "mine.txt"}, "params", "x", base)
+    assert got["corpus"] == str(base / "mine.txt")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, r"'corpus'.*neither one of \['builtin', 'other'\] nor an existing file"),
+        (b"caf\xe9 au lait\n", r"'corpus'.*bad.txt' is not UTF-8 text: byte 0xe9 at offset 3"),
+        (b"\n \n", r"'corpus'.*bad.txt' is empty"),
+    ],
+)
+def test_a_file_parameter_is_refused_before_any_kernel_starts(
+    file_specs, tmp_path, monkeypatch, content, message
+):
+    if content is not None:
+        (tmp_path / "bad.txt").write_bytes(content)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ParameterError, match=message):
+        registry.validate_overrides(file_specs, {"corpus": "bad.txt"}, "--set", "geo-test")
+
+
+def test_the_runner_gives_the_kernel_an_absolute_path(tmp_path, monkeypatch):
+    """The kernel runs in notebooks/: a path relative to where the command runs is resolved
+    by the runner before any kernel starts, and the exploration records it absolute."""
+    (tmp_path / "mine.txt").write_text("the cat sat on the mat .\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    (job,) = reproduce.plan(["geo-corpus-scale"], "quick", {"corpus": "mine.txt"}, REG)
+    assert job.parameters["corpus"] == job.adhoc["corpus"] == str(tmp_path / "mine.txt")
+    (job,) = reproduce.plan(["geo-corpus-scale"], "quick", {"corpus": "lee_background"}, REG)
+    assert job.parameters["corpus"] == "lee_background"
+    (job,) = reproduce.plan(["geo-corpus-scale"], "quick", {}, REG)
+    assert "corpus" not in job.parameters  # the registry figure keeps the notebook's default

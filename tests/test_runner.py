@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -14,8 +15,10 @@ import time
 import pytest
 from matplotlib import pyplot as plt
 from nbutil import write_notebook
+from textutil import write_story
 
 from ntpcore.errors import ParameterError
+from ntpcore.geo.text import tokenize
 from ntpcore.pipeline import paths, provenance, registry
 from ntpcore.pipeline import runner as reproduce
 
@@ -448,3 +451,59 @@ def test_an_interrupted_run_ends_on_its_own_line_not_on_a_late_kernel_error(inte
         assert err.strip() == "interrupted: 0 of 1 figure(s) finished"
     else:
         assert "Task exception was never retrieved" in err and "DeadKernelError" in err
+
+
+REFUSING = """\
+from ntpcore.errors import DataError, ParameterError
+if seed == 5:
+    raise ParameterError("mine.txt has 12 tokens: it supports vocab_size <= 9; run with --set x=1")
+raise DataError("a broken input")
+"""
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_a_parameter_the_notebook_refuses_is_one_line(dirs, monkeypatch, capsys, seed):
+    """Issue 22: a parameter only the notebook can check (a corpus too small for the requested
+    sizes) ended in the notebook, the cell and a pointer to the traceback.  Negative control:
+    any other error still names the cell and where the traceback is kept."""
+    monkeypatch.setattr(reproduce, "FAILED_DIR", dirs / "failed")
+    nb = write_notebook(dirs / "r.ipynb", PARAMS, REFUSING)
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), "c")
+    monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
+    assert reproduce.main(["--only", "lin-rt", "--profile", "quick", "--set", f"seed={seed}"]) == 1
+    printed = capsys.readouterr()
+    err = printed.err[printed.err.index("error: ") :]
+    if seed == 5:
+        assert err.strip() == (
+            "error: lin-rt: mine.txt has 12 tokens: it supports vocab_size <= 9; run with --set x=1"
+        )
+    else:
+        assert "raised DataError: a broken input" in err
+        assert "executed copy with the traceback" in err
+
+
+def test_the_corpus_scale_figure_runs_on_a_readers_text(dirs, monkeypatch, capsys):
+    """Issue 22: ``--set corpus=<a text file>`` (relative to where the command runs) makes the
+    corpus-scale figure and its claims for that text in results/explore/, and a text too small
+    for the requested sizes gets one line saying what it supports."""
+    monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
+    monkeypatch.setattr(reproduce, "FAILED_DIR", dirs / "failed")
+    text = write_story(dirs / "mine.txt", 30).read_text(encoding="utf-8")
+    monkeypatch.chdir(dirs)
+    base = ["--only", "geo-corpus-scale", "--profile", "quick", "--set", "corpus=mine.txt"]
+    assert reproduce.main(base) == 1  # the quick profile's V = 200 words, m up to 400
+    printed = capsys.readouterr()
+    errors = [ln for ln in printed.err.splitlines() if ln.startswith("error")]
+    assert len(errors) == 1 and "distinct words" in errors[0], printed.err
+    assert "it supports vocab_size <=" in errors[0] and "run with --set" in errors[0]
+    suggested = shlex.split(errors[0].split("; run with ", 1)[1])  # as a shell reads it
+    small = ["--set", "d=8", "--set", "n_epochs=40", "--set", "lr_milestones=[20]"]
+    assert reproduce.main(base + suggested + small) == 0, capsys.readouterr().err
+    explore = dirs / "results" / "explore" / "geo-corpus-scale"
+    sidecar = json.loads((explore / "geo-corpus-scale.json").read_text())
+    assert sidecar["explored"] and sidecar["params"]["source"] == str(dirs / "mine.txt")
+    assert sidecar["metrics"]["corpus_tokens"] == len(tokenize(text))
+    assert {c["status"] for c in sidecar["claims"]} <= {"pass", "fail", "not-evaluated"}
+    assert any(c["status"] == "pass" for c in sidecar["claims"])
+    assert (explore / "geo-corpus-scale.png").exists()
+    assert not (dirs / "book-figures").exists()

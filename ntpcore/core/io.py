@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
+from ntpcore.errors import DataError
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
@@ -41,3 +43,36 @@ def write_atomic(path: str | os.PathLike[str], writer: Callable[[IO[bytes]], Non
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
     write_atomic(path, lambda fh: fh.write(text.encode("utf-8")))
+
+
+def read_utf8_text(path: str | os.PathLike[str], what: str = "text file") -> str:
+    """The whole of a UTF-8 text file, or a :class:`~ntpcore.errors.DataError` saying why not.
+
+    The error names the file and the reason: it does not exist or is not a file, it cannot
+    be read (permissions), it is empty or blank, it is binary (NUL bytes), or it is not UTF-8,
+    in which case the message gives the byte offset, line and value of the first byte that
+    does not decode, and how to convert the file (``iconv``).  ``what`` names the file's role
+    in the messages (``"corpus file"``).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{what} {str(p)!r} does not exist")
+    if not p.is_file():
+        raise DataError(f"{what} {str(p)!r} is not a file")
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{what} {str(p)!r} cannot be read ({exc.strerror or exc})") from exc
+    if not raw.strip():
+        raise DataError(f"{what} {str(p)!r} is empty")
+    if b"\x00" in raw[:65536]:
+        raise DataError(f"{what} {str(p)!r} is not text (it contains NUL bytes)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DataError(
+            f"{what} {str(p)!r} is not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset "
+            f"{exc.start:,} (line {line}) does not decode ({exc.reason}); convert it from its "
+            f"encoding first, e.g. iconv -f latin1 -t utf-8 {p.name} > {p.stem}.utf8{p.suffix}"
+        ) from exc

@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ntpcore.core.io import read_utf8_text
 from ntpcore.errors import DataError
 from ntpcore.geo.data import ContextDataset, dataset_from_pairs, resample_counts
 from ntpcore.geo.tables import BUILTIN_CORPORA, FROZEN_WORDS, SUBSTITUTIONS
@@ -76,17 +77,7 @@ def builtin_corpus_path(name: str = "lee_background") -> Path:
 
 
 def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise DataError(f"corpus file {str(path)!r} does not exist or is not a file")
-    raw = path.read_bytes()
-    if not raw.strip():
-        raise DataError(f"corpus file {path.name!r} is empty")
-    if b"\x00" in raw[:65536]:
-        raise DataError(f"corpus file {path.name!r} is not text (it contains NUL bytes)")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"corpus file {path.name!r} is not UTF-8 text ({exc.reason})") from exc
+    return read_utf8_text(path, "corpus file")
 
 
 def _expand(
@@ -392,6 +383,56 @@ def decode_ngrams(
     return digits[:, :-1], digits[:, -1]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Qualifying:
+    """The n-gram table of a corpus over its top words and the contexts that qualify."""
+
+    vocab: NDArray[np.int64]  # (V,) word ids of the vocabulary, most frequent first
+    nxt: NDArray[np.int64]  # (K,) next word (vocabulary rank) of each distinct window
+    cnt: NDArray[np.int64]  # (K,) its count
+    uctx: NDArray[np.int64]  # (C,) encoded distinct contexts
+    first: NDArray[np.int64]  # (C,) first row of each context in the table
+    n_next: NDArray[np.int64]  # (C,) number of distinct next words of each context
+    ok: NDArray[np.int64]  # indices into uctx of the qualifying contexts, most frequent first
+
+
+def _qualifying(
+    corpus: TokenCorpus, vocab_size: int, context_len: int, min_count: int, min_next: int
+) -> _Qualifying:
+    """Steps 1-3 of :func:`corpus_dataset` (every qualifying context, none dropped)."""
+    for label, val, lo in (
+        ("context_len", context_len, 1),
+        ("min_count", min_count, 1),
+        ("min_next", min_next, 1),
+    ):
+        if int(val) < lo:
+            raise DataError(f"{label} must be >= {lo}, got {val}")
+    vocab = top_vocabulary(corpus, vocab_size)
+    V = vocab.size
+    rank = np.full(len(corpus.words), -1, dtype=np.int64)
+    rank[vocab] = np.arange(V)
+    keys, cnt = ngram_counts((rank[d] for d in corpus.documents()), context_len, V)
+    ctx_key, nxt = np.divmod(keys, V)  # keys are sorted, so each context's rows are adjacent
+    uctx, first, n_next = np.unique(ctx_key, return_index=True, return_counts=True)
+    total = np.add.reduceat(cnt, first) if keys.size else np.zeros(0, np.int64)
+    ok = np.flatnonzero((total >= min_count) & (n_next >= min_next))
+    ok = ok[np.lexsort((uctx[ok], -total[ok]))]  # by decreasing count, then by key
+    return _Qualifying(vocab, nxt, cnt, uctx, first, n_next, ok)
+
+
+def count_qualifying(
+    corpus: TokenCorpus,
+    *,
+    vocab_size: int = 1000,
+    context_len: int = 2,
+    min_count: int = 5,
+    min_next: int = 2,
+) -> int:
+    """The number of contexts of :func:`corpus_dataset` with ``max_contexts=0`` (0 if none
+    qualifies, where :func:`corpus_dataset` raises): the largest ``m`` the corpus supports."""
+    return int(_qualifying(corpus, vocab_size, context_len, min_count, min_next).ok.size)
+
+
 def corpus_dataset(
     corpus: TokenCorpus,
     *,
@@ -418,39 +459,26 @@ def corpus_dataset(
     DataError
         If the parameters are out of range or no context qualifies.
     """
-    for label, val, lo in (
-        ("context_len", context_len, 1),
-        ("min_count", min_count, 1),
-        ("min_next", min_next, 1),
-        ("max_contexts", max_contexts, 0),
-    ):
-        if int(val) < lo:
-            raise DataError(f"{label} must be >= {lo}, got {val}")
-    vocab = top_vocabulary(corpus, vocab_size)
-    V = vocab.size
-    rank = np.full(len(corpus.words), -1, dtype=np.int64)
-    rank[vocab] = np.arange(V)
-    keys, cnt = ngram_counts((rank[d] for d in corpus.documents()), context_len, V)
-    ctx_key, nxt = np.divmod(keys, V)  # keys are sorted, so each context's rows are adjacent
-    uctx, first, n_next = np.unique(ctx_key, return_index=True, return_counts=True)
-    total = np.add.reduceat(cnt, first) if keys.size else np.zeros(0, np.int64)
-    ok = np.flatnonzero((total >= min_count) & (n_next >= min_next))
+    if int(max_contexts) < 0:
+        raise DataError(f"max_contexts must be >= 0, got {max_contexts}")
+    q = _qualifying(corpus, vocab_size, context_len, min_count, min_next)
+    V = q.vocab.size
+    ok = q.ok
     if ok.size == 0:
         raise DataError(
             f"{corpus.name}: no {context_len}-word context over the top {V} words occurs "
             f">= {min_count} times with >= {min_next} different next words"
         )
-    ok = ok[np.lexsort((uctx[ok], -total[ok]))]  # by decreasing count, then by key
     if max_contexts:
         ok = ok[:max_contexts]
     m = ok.size
     # rows of the kept contexts in the n-gram table
-    rows = np.concatenate([np.arange(first[c], first[c] + n_next[c]) for c in ok])
-    col = np.repeat(np.arange(m), n_next[ok])
-    used, z = np.unique(nxt[rows], return_inverse=True)
-    counts = sp.csc_array((cnt[rows], (z.ravel(), col)), shape=(used.size, m))
-    contexts, _ = decode_ngrams(uctx[ok] * V, context_len, V)
-    words = [corpus.words[w] for w in vocab]
+    rows = np.concatenate([np.arange(q.first[c], q.first[c] + q.n_next[c]) for c in ok])
+    col = np.repeat(np.arange(m), q.n_next[ok])
+    used, z = np.unique(q.nxt[rows], return_inverse=True)
+    counts = sp.csc_array((q.cnt[rows], (z.ravel(), col)), shape=(used.size, m))
+    contexts, _ = decode_ngrams(q.uctx[ok] * V, context_len, V)
+    words = [corpus.words[w] for w in q.vocab]
     desc = (
         f"{corpus.name}: the {m} most frequent {context_len}-word contexts over the top {V} "
         f"words (count >= {min_count}, >= {min_next} distinct next words), observed counts"
@@ -463,3 +491,47 @@ def corpus_dataset(
         next_vocab=[words[w] for w in used],
         description=desc,
     )
+
+
+# ------------------------------------------------------------------------------------------
+# A plain-text file as a corpus
+# ------------------------------------------------------------------------------------------
+
+_BLANK_LINE = re.compile(r"\n(?:[^\S\n]*\n)+")  # one or more blank lines
+
+
+def split_documents(text: str) -> list[str]:
+    """The documents of a plain text: paragraphs separated by blank lines; a text without
+    any blank line has one document per line (e.g. the Lee corpus: one article a line).
+
+    Contexts never cross a document boundary (:func:`ngram_counts`), so a hard-wrapped
+    book keeps the contexts that run across its line breaks, and a file of one article per
+    line does not join the end of one article to the start of the next.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    parts = _BLANK_LINE.split(text) if _BLANK_LINE.search(text) else text.split("\n")
+    return [p for p in parts if p.strip()]
+
+
+def text_corpus(path: str | os.PathLike[str], name: str | None = None) -> TokenCorpus:
+    """A UTF-8 text file as a :class:`TokenCorpus`, tokenised like the Wikipedia sample
+    (:func:`tokenize`), documents by :func:`split_documents`; ``name`` defaults to the file
+    name.  Cached in memory by the file's content.
+
+    Raises
+    ------
+    DataError
+        If the file is missing, unreadable, empty, binary or not UTF-8
+        (:func:`ntpcore.core.io.read_utf8_text`), or holds no word.
+    """
+    file = Path(path)
+    text = _read_text(file)
+    return _text_corpus(text, name or file.name)
+
+
+@functools.lru_cache(maxsize=4)
+def _text_corpus(text: str, name: str) -> TokenCorpus:
+    corpus = TokenCorpus.from_documents(name, (tokenize(d) for d in split_documents(text)))
+    if corpus.tokens.size == 0:
+        raise DataError(f"{name}: no word in the text (the tokenizer found nothing to count)")
+    return corpus

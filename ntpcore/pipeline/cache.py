@@ -4,7 +4,8 @@ A function decorated with :func:`cached` takes one frozen dataclass (its configu
 and returns a ``dict`` of arrays and scalars.  The result is stored as
 ``<cache_dir>/<qualname>/<key>.npz`` (arrays) plus ``<key>.json`` (scalars and the
 configuration) where ``key`` is the SHA-256 of the canonical JSON of
-``(qualname, asdict(cfg), ntpcore.__version__, CACHE_SALT)``.  Bump :data:`CACHE_SALT`
+``(qualname, asdict(cfg), ntpcore.__version__, CACHE_SALT)`` (a field marked
+:data:`OMIT_DEFAULT` is left out while it has its default).  Bump :data:`CACHE_SALT`
 whenever numerics change.  Both files are written atomically, the ``.json`` last, so
 an interrupted run leaves either a complete entry or none.
 
@@ -54,9 +55,24 @@ F = TypeVar("F", bound=Callable[..., Result])
 T = TypeVar("T")
 
 
+#: Field metadata of a configuration field left out of the key while it has its default
+#: (``dataclasses.field(default=..., metadata={OMIT_DEFAULT: True})``): a field added after
+#: entries were stored keeps them valid for the configurations that do not use it.  Any
+#: other value is part of the key, as for every field.
+OMIT_DEFAULT = "cache_key_omit_default"
+
+
+def _omitted(f: dataclasses.Field, value: Any) -> bool:
+    return bool(f.metadata.get(OMIT_DEFAULT)) and value == f.default
+
+
 def _canonical(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _canonical(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {
+            f.name: _canonical(getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if not _omitted(f, getattr(obj, f.name))
+        }
     if isinstance(obj, dict):
         return {str(k): _canonical(v) for k, v in sorted(obj.items())}
     if isinstance(obj, list | tuple):

@@ -26,6 +26,16 @@ checks before any kernel starts::
 Comments must not contain ``=``: papermill cannot read such a line (write ``[1,inf]``
 rather than ``[>=1]``).
 
+A string parameter that also takes a file lists ``<text file>`` among its choices::
+
+    corpus = "enwiki-shortened"  # [enwiki-shortened|lee_background|<text file>] ...
+
+A value that is not one of the names must then be the path of a readable UTF-8 text file
+(:func:`ntpcore.core.io.read_utf8_text`; the error names the file and, for bytes that are
+not UTF-8, the offset of the first one and how to convert it).  A relative path is taken
+from the directory the command runs in (a registry value: from the repository root), and
+:func:`validate_overrides` returns it absolute, since the kernel runs in ``notebooks/``.
+
 Types come from the literal default: an ``int`` is accepted where the default is a
 ``float``; ``bool`` is never taken for a number.
 """
@@ -44,7 +54,8 @@ from typing import Any
 import nbformat
 import yaml
 
-from ntpcore.errors import ParameterError
+from ntpcore.core.io import read_utf8_text
+from ntpcore.errors import DataError, ParameterError
 from ntpcore.pipeline import paths
 
 PAPERS = {"lin": "linear", "geo": "geometry", "att": "attention", "perf": "performance"}
@@ -56,6 +67,8 @@ STATEMENT_KEYS = ("says", "checked_by")
 #: a ledger claim id as the notebooks write it (ntpcore.claims), without the figure prefix
 CLAIM_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 RESOURCE_KEYS = ("memory_gb", "minutes")
+#: The choice of a string parameter's constraint that admits the path of a UTF-8 text file.
+TEXT_FILE = "<text file>"
 
 
 class RegistryError(ValueError):
@@ -372,14 +385,43 @@ class ParamSpec:
     def type_name(self) -> str:
         return type(self.default).__name__
 
-    def check(self, value: Any, source: str) -> None:
-        """Raise :class:`ParameterError` if ``value`` does not fit this parameter."""
+    @property
+    def choices(self) -> list[str]:
+        """The names a ``[a|b|c]`` constraint allows (``[]`` for other constraints)."""
+        c = (self.constraint or "").strip()
+        if "|" in c or c.isidentifier():
+            return [s.strip() for s in c.split("|")]
+        return []
+
+    def takes_file(self, value: Any) -> bool:
+        """Whether ``value`` is a file path here: the constraint lists ``<text file>`` and
+        ``value`` is a string that is none of its names."""
+        choices = self.choices
+        return TEXT_FILE in choices and isinstance(value, str) and value not in choices
+
+    def check(self, value: Any, source: str, base: Path | None = None) -> Any:
+        """Raise :class:`ParameterError` if ``value`` does not fit this parameter; return
+        it, a file path made absolute (relative to ``base``, default the current directory)."""
         where = f"parameter {self.name!r} ({source})"
         _check_type(self.default, value, where)
+        if self.takes_file(value):
+            path = Path(base or Path.cwd()) / Path(value).expanduser()
+            names = [c for c in self.choices if c != TEXT_FILE]
+            if not path.exists():
+                raise ParameterError(
+                    f"{where}: {value!r} is neither one of {names} nor an existing file "
+                    f"({path} does not exist)"
+                )
+            try:
+                read_utf8_text(path, "text file")
+            except DataError as exc:
+                raise ParameterError(f"{where}: {exc}") from exc
+            return str(path.resolve())
         if self.constraint:
             items = value if isinstance(value, list) else [value]
             for item in items:
                 _check_constraint(self.constraint, item, where)
+        return value
 
 
 def _check_type(default: Any, value: Any, where: str) -> None:
@@ -489,13 +531,23 @@ def parse_parameters(nb_path: Path) -> dict[str, ParamSpec]:
 
 
 def validate_overrides(
-    specs: dict[str, ParamSpec], overrides: dict[str, Any], source: str, fig_id: str
-) -> None:
-    """Check override keys, types and ranges; raise :class:`ParameterError` naming the key."""
+    specs: dict[str, ParamSpec],
+    overrides: dict[str, Any],
+    source: str,
+    fig_id: str,
+    base: Path | None = None,
+) -> dict[str, Any]:
+    """Check override keys, types and ranges; raise :class:`ParameterError` naming the key.
+
+    Returns the overrides with file paths made absolute (relative ones are taken from
+    ``base``, default the current directory).
+    """
+    out: dict[str, Any] = {}
     for key, value in overrides.items():
         if key not in specs:
             known = ", ".join(sorted(specs))
             raise ParameterError(
                 f"{fig_id}: unknown parameter {key!r} ({source}); the notebook declares: {known}"
             )
-        specs[key].check(value, f"{fig_id}, {source}")
+        out[key] = specs[key].check(value, f"{fig_id}, {source}", base)
+    return out

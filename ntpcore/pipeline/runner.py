@@ -244,13 +244,19 @@ def plan(
         for required in ("fig_id", "profile"):
             if required not in specs:
                 raise RegistryError(f"{entry.notebook}: parameters cell must declare {required!r}")
-        validate_overrides(specs, entry.params, "registry params", fig_id)
+        # file paths come back absolute: a registry path from the repository root, a --set
+        # path from the directory the command runs in (the kernel runs in notebooks/)
+        registry_params = validate_overrides(
+            specs, entry.params, "registry params", fig_id, paths.ROOT
+        )
         if profile == "quick":
-            validate_overrides(specs, entry.quick, "registry quick", fig_id)
-        validate_overrides(specs, adhoc, "--set", fig_id)
-        params = {**entry.overrides(profile), **adhoc, "fig_id": fig_id, "profile": profile}
+            registry_params |= validate_overrides(
+                specs, entry.quick, "registry quick", fig_id, paths.ROOT
+            )
+        given = validate_overrides(specs, adhoc, "--set", fig_id)
+        params = {**registry_params, **given, "fig_id": fig_id, "profile": profile}
         check_resources(entry, {k: s.default for k, s in specs.items()} | params, force)
-        jobs.append(Job(entry, profile, params, dict(adhoc), CELL_TIMEOUT[profile]))
+        jobs.append(Job(entry, profile, params, given, CELL_TIMEOUT[profile]))
     return jobs
 
 
@@ -282,9 +288,26 @@ def order_jobs(jobs: list[Job], how: str = "reuse") -> list[Job]:
     return sorted(jobs, key=group)
 
 
-def _describe_failure(exc: BaseException, nb_name: str) -> str:
+def _parameter_error(exc: BaseException) -> str | None:
+    """The message of a :class:`~ntpcore.errors.ParameterError` a notebook raised: a
+    parameter that only the notebook can check (e.g. a corpus too small for the requested
+    sizes), or ``None`` for any other failure."""
     import papermill.exceptions as pmx
 
+    if isinstance(exc, pmx.PapermillExecutionError) and exc.ename == ParameterError.__name__:
+        return str(exc.evalue)
+    return None
+
+
+def _describe_failure(exc: BaseException, nb_name: str, fig_id: str = "") -> str:
+    """What went wrong, for the terminal: a parameter the notebook refused is one line (its
+    message, which says what the parameters may be); any other failure names the notebook,
+    the cell and the exception."""
+    import papermill.exceptions as pmx
+
+    refused = _parameter_error(exc)
+    if refused is not None:
+        return f"{fig_id or nb_name}: {refused}"
     if isinstance(exc, pmx.PapermillExecutionError):
         first = (exc.source or "").strip().splitlines()
         return (
@@ -372,13 +395,14 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
         return Outcome(fig_id, True, wall, note, claims, kernel_warnings)
     except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
         wall = time.perf_counter() - t0
-        message = _describe_failure(exc, job.entry.notebook)
+        message = _describe_failure(exc, job.entry.notebook, fig_id)
         claims = _read_claims(fig_stage, fig_id) if fig_stage.exists() else ()
         if any(claims_mod.is_blocking(c) for c in claims):
             message += "\n" + _claims_problem(fig_id, job.profile, claims)
         if executed.exists():
             kept = _keep_failed(executed, fig_stage, fig_id, job.adhoc)
-            message += f"\n    executed copy with the traceback: {kept}"
+            if _parameter_error(exc) is None:  # a refused parameter stays one line
+                message += f"\n    executed copy with the traceback: {kept}"
         return Outcome(fig_id, False, wall, message, claims)
     finally:
         for k, v in saved_env.items():

@@ -2,10 +2,14 @@ r"""The geometry at corpus scale: a real Wikipedia sample, thousands of contexts
 
 The paper checks its theory on at most :math:`V=104` words and :math:`m=403` contexts.  Here
 the same objects are computed on next-token sets of the English Wikipedia sample shipped
-with gensim (:mod:`ntpcore.geo.wiki`): the ``vocab_size`` most frequent words, contexts of
-``context_len`` words seen at least ``min_count`` times with at least ``min_next`` distinct
-next words, and for every ``m`` of ``m_values`` the ``m`` most frequent such contexts
-(:func:`ntpcore.geo.data.head_contexts`; words that none of them uses are dropped).
+with gensim (:mod:`ntpcore.geo.wiki`), or of any corpus named by ``source``
+(:mod:`ntpcore.geo.corpora`: a built-in corpus or a reader's UTF-8 text file, through the
+same pipeline): the ``vocab_size`` most frequent words, contexts of ``context_len`` words
+seen at least ``min_count`` times with at least ``min_next`` distinct next words, and for
+every ``m`` of ``m_values`` the ``m`` most frequent such contexts
+(:func:`ntpcore.geo.data.head_contexts`; words that none of them uses are dropped).  A
+corpus too small for ``vocab_size`` or the largest ``m`` is refused by :func:`check_corpus`
+in one line that says what it supports.
 
 For each ``m`` (:func:`svm_point`):
 
@@ -51,11 +55,17 @@ from numpy.typing import ArrayLike, NDArray
 from ntpcore import geo as g
 from ntpcore.errors import DataError
 from ntpcore.geo import train as gt
+from ntpcore.geo.corpora import (
+    DEFAULT_CORPUS,
+    check_supports,
+    corpus_label,
+    corpus_set,
+    load_corpus,
+)
 from ntpcore.geo.data import ContextDataset, head_contexts
 from ntpcore.geo.experiments.data import data_fingerprint, narrow
 from ntpcore.geo.svm_scale import solve_nuclear_svm_scale
-from ntpcore.geo.wiki import wiki_corpus, wiki_dataset
-from ntpcore.pipeline.cache import cached
+from ntpcore.pipeline.cache import OMIT_DEFAULT, cached
 
 #: singular values above RANK_TOL * sigma_max count towards the rank.  The paper counts above
 #: 1e-6 with an interior-point solution; the first-order solution certified to a relative gap
@@ -67,8 +77,15 @@ RANK_TOL = 1e-4
 
 @dataclass(frozen=True)
 class CorpusConfig:
-    """Which next-token set of the Wikipedia sample (see :func:`ntpcore.geo.wiki.wiki_dataset`)."""
+    """Which next-token set of which corpus (see :func:`ntpcore.geo.text.corpus_dataset`).
 
+    ``source`` names the corpus (:func:`ntpcore.geo.corpora.load_corpus`): a built-in one,
+    by default the Wikipedia sample, or the path of a UTF-8 text file.  At its default it is
+    left out of the cache keys, which hold the data's fingerprint anyway, so the entries
+    stored before the field existed stay valid.
+    """
+
+    source: str = dataclasses.field(default=DEFAULT_CORPUS, metadata={OMIT_DEFAULT: True})
     vocab_size: int = 1000  # V: the most frequent words (input and next-token vocabulary)
     context_len: int = 2  # T: words per context
     min_count: int = 5  # contexts seen at least this often
@@ -119,12 +136,28 @@ class ScaleConfig(gt.TrainProtocol, CorpusConfig):
 
 
 def full_dataset(cfg: CorpusConfig) -> ContextDataset:
-    """Every qualifying context of the Wikipedia sample, most frequent first."""
-    return wiki_dataset(
+    """Every qualifying context of the corpus, most frequent first."""
+    return corpus_set(
+        cfg.source,
         vocab_size=cfg.vocab_size,
         context_len=cfg.context_len,
         min_count=cfg.min_count,
         min_next=cfg.min_next,
+    )
+
+
+def check_corpus(cfg: ScaleConfig) -> int:
+    """The number of qualifying contexts of ``cfg``'s corpus; a one-line
+    :class:`~ntpcore.errors.ParameterError` saying what the corpus supports when it is too
+    small for ``vocab_size`` or the largest ``m`` (:func:`ntpcore.geo.corpora.check_supports`).
+    """
+    return check_supports(
+        cfg.source,
+        vocab_size=cfg.vocab_size,
+        context_len=cfg.context_len,
+        min_count=cfg.min_count,
+        min_next=cfg.min_next,
+        m_values=cfg.m_values,
     )
 
 
@@ -320,6 +353,7 @@ def run_scale(
     """
     from ntpcore.pipeline.sweep import map_runs
 
+    check_corpus(cfg)  # a corpus too small for the ladder: one line, before any work
     points = map_runs(
         ladder_point,
         [LadderPoint(cfg, m) for m in cfg.m_values],
@@ -362,9 +396,12 @@ def run_scale(
         out[k] = np.array([p[k] for p in ufm])
     out["epoch"] = np.asarray(ufm[0]["epoch"])
     out["train_seconds"] = np.array([p["train_seconds"] for p in ufm])
-    corpus = wiki_corpus()
+    corpus = load_corpus(cfg.source)
     full = full_dataset(cfg)
     out.update(
+        corpus=cfg.source,
+        corpus_label=corpus_label(cfg.source),
+        corpus_default=cfg.source == DEFAULT_CORPUS,
         corpus_tokens=int(corpus.tokens.size),
         corpus_docs=corpus.n_docs,
         corpus_words=len(corpus.words),

@@ -136,3 +136,27 @@ def test_the_claims_page_states_the_score():
     text = ntpclaims.mutations_text(data)
     assert "**Mutation score: 1/2 killed**" in text and "2026-11-24" in text
     assert "`claims: f:y`" in text and "**survived**: no honest claim" in text
+
+
+def test_a_mutation_replaces_a_function_wherever_the_package_binds_it(tmp_path, monkeypatch):
+    """``_replace`` (the catalogue's prelude) reaches a name imported with ``from ... import``
+    by a module loaded before the mutation and by one loaded after it."""
+    pkg = tmp_path / "ntpcore_mutdemo"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "maths.py").write_text("def f():\n    return 1\n")
+    (pkg / "early.py").write_text("from ntpcore_mutdemo.maths import f\n")
+    (pkg / "late.py").write_text("from ntpcore_mutdemo.maths import f\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    early = importlib.import_module("ntpcore_mutdemo.early")
+    maths = importlib.import_module("ntpcore_mutdemo.maths")
+    namespace: dict = {}
+    exec(mutations._PRELUDE, namespace)  # noqa: S102 - the catalogue's own prelude
+    namespace["_replace"](maths, "f", lambda: 2)
+    late = importlib.import_module("ntpcore_mutdemo.late")
+    assert maths.f() == early.f() == late.f() == 2
+    for name in ("ntpcore_mutdemo", "ntpcore_mutdemo.maths", "ntpcore_mutdemo.early",
+                 "ntpcore_mutdemo.late"):  # fmt: skip
+        sys.modules.pop(name, None)

@@ -64,6 +64,7 @@ KINDS = (
 
 _PRELUDE = '''\
 import os as _os
+import sys as _sys
 
 
 def _applied():
@@ -71,6 +72,18 @@ def _applied():
     path = _os.environ.get("NTP_MUTATION_MARK")
     if path and not _os.path.exists(path):
         open(path, "w").close()
+
+
+def _replace(owner, name, new):
+    """Put ``new`` in place of ``owner.name`` wherever the package binds that object: in the
+    module that defines it and in every loaded ``ntpcore`` module that imported it by name.
+    Modules imported later (``from <module> import <name>``) then bind ``new`` too."""
+    orig = getattr(owner, name)
+    for module in list(_sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("ntpcore") and getattr(
+            module, name, None
+        ) is orig:
+            setattr(module, name, new)
 
 
 '''

@@ -27,8 +27,8 @@ def _mutated(*args, **kwargs):
     return W
 
 
-_exp.finite_component = _mutated
-_auto.finite_component = _mutated
+_replace(_exp, "finite_component", _mutated)
+_replace(_auto, "finite_component", _mutated)
 """
 
 # W^svm: the experiments import graph_svm_from_graphs; graph_svm (automaton) calls it in svm.
@@ -49,8 +49,8 @@ def _mutated(*args, **kwargs):
     return _dc.replace(res, W=W)
 
 
-_exp.graph_svm_from_graphs = _mutated
-_svm.graph_svm_from_graphs = _mutated
+_replace(_exp, "graph_svm_from_graphs", _mutated)
+_replace(_svm, "graph_svm_from_graphs", _mutated)
 """
 
 # The descent loop of every trained model of the experiments.
@@ -66,7 +66,7 @@ def _mutated(W0, P, **kw):
     return _orig(W0, P, **kw)
 
 
-_exp.run_descent = _mutated
+_replace(_exp, "run_descent", _mutated)
 """
 
 # The mean ± std band of the curve figures (the notebooks import it after start-up).
@@ -83,7 +83,7 @@ def _mutated(ax, x, Y, **kw):
     return _orig(ax, x, Y, **kw)
 
 
-_plots.band = _mutated
+_replace(_plots, "band", _mutated)
 """
 
 MUTATIONS = [
@@ -167,8 +167,8 @@ MUTATIONS = [
             return [_merge(s) for s in _orig(graphs)]
 
 
-        _exp.scc_structures = _mutated
-        _auto.scc_structures = _mutated
+        _replace(_exp, "scc_structures", _mutated)
+        _replace(_auto, "scc_structures", _mutated)
         """,
     ),
     Mutation(
@@ -197,8 +197,8 @@ MUTATIONS = [
             return _orig(E, graphs, **kwargs)
 
 
-        _exp.graph_svm_from_graphs = _mutated
-        _svm.graph_svm_from_graphs = _mutated
+        _replace(_exp, "graph_svm_from_graphs", _mutated)
+        _replace(_svm, "graph_svm_from_graphs", _mutated)
         """,
     ),
     # ------------------------------------------------------------------ last token
@@ -221,7 +221,7 @@ MUTATIONS = [
             return _dc.replace(P, xbar=P.X[:, :, -2].copy())
 
 
-        _exp.make_problem = _mutated
+        _replace(_exp, "make_problem", _mutated)
         """,
     ),
     # ------------------------------------------------------------------ training
@@ -274,7 +274,7 @@ MUTATIONS = [
             return _orig(E, tokens, labels, _np.sqrt(_np.asarray(radii, float)), **kwargs)
 
 
-        _exp.regularization_path = _mutated
+        _replace(_exp, "regularization_path", _mutated)
         """,
     ),
     # ------------------------------------------------------------------ data
@@ -296,7 +296,7 @@ MUTATIONS = [
             return rng.integers(0, K, size=(n, T)).astype(_np.int64)
 
 
-        _data.random_sequences = _mutated
+        _replace(_data, "random_sequences", _mutated)
         """,
     ),
     # ------------------------------------------------------------------ plots

@@ -35,8 +35,8 @@ def _mutated(S, *args, **kwargs):
     )
 
 
-_geo.solve_nuclear_svm = _mutated
-_svm.solve_nuclear_svm = _mutated
+_replace(_geo, "solve_nuclear_svm", _mutated)
+_replace(_svm, "solve_nuclear_svm", _mutated)
 """
 
 # ``gt.train`` as ntpcore.geo.experiments.training calls it; ``{body}`` edits ``cfg``, the
@@ -53,7 +53,7 @@ def _mutated(ds, cfg, **kwargs):
     return _orig(ds, cfg, **kwargs)
 
 
-_gt.train = _mutated
+_replace(_gt, "train", _mutated)
 """
 
 # ``g.regularization_path`` as convex.run_reg_path calls it.
@@ -69,7 +69,7 @@ def _mutated(P, pi, lambdas, **kwargs):
     {body}
 
 
-_geo.regularization_path = _mutated
+_replace(_geo, "regularization_path", _mutated)
 """
 
 MUTATIONS = [
@@ -174,7 +174,7 @@ MUTATIONS = [
             return _orig(*args, **kwargs) / _math.log(2.0)
 
 
-        _gt.ce_excess = _mutated
+        _replace(_gt, "ce_excess", _mutated)
         """,
     ),
     Mutation(
@@ -197,9 +197,9 @@ MUTATIONS = [
             return _orig(seed, **kwargs)
 
 
-        _synth.synthetic_dataset = _mutated
-        _expdata.synthetic_dataset = _mutated
-        _convex.synthetic_dataset = _mutated
+        _replace(_synth, "synthetic_dataset", _mutated)
+        _replace(_expdata, "synthetic_dataset", _mutated)
+        _replace(_convex, "synthetic_dataset", _mutated)
         """,
     ),
     Mutation(
@@ -218,7 +218,7 @@ MUTATIONS = [
             return _np.asarray(S, dtype=_np.float64)
 
 
-        _geo.centered_support = _mutated
+        _replace(_geo, "centered_support", _mutated)
         """,
     ),
     Mutation(

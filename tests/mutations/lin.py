@@ -22,7 +22,7 @@ def _mutated(*args, **kwargs):
     return pair
 
 
-_lin.solution_pair = _mutated
+_replace(_lin, "solution_pair", _mutated)
 """
 
 _TRAIN = """
@@ -36,7 +36,7 @@ def _mutated(data, **kw):
     return _orig(data, **kw)
 
 
-_lin.train_ntp = _mutated
+_replace(_lin, "train_ntp", _mutated)
 """
 
 MUTATIONS = [
@@ -119,7 +119,7 @@ MUTATIONS = [
             return _lin.NTPData(data.H, P, data.pi, data.info)
 
 
-        _lin.make_synthetic = _mutated
+        _replace(_lin, "make_synthetic", _mutated)
         """,
     ),
     Mutation(
@@ -178,7 +178,7 @@ MUTATIONS = [
             return _lin.ce(W, H, P, pi)
 
 
-        _lin.ce_excess = _mutated
+        _replace(_lin, "ce_excess", _mutated)
         """,
     ),
     Mutation(
@@ -205,7 +205,7 @@ MUTATIONS = [
             return loss_grad
 
 
-        _training.make_loss_grad = _mutated
+        _replace(_training, "make_loss_grad", _mutated)
         """,
     ),
     Mutation(
@@ -231,7 +231,7 @@ MUTATIONS = [
             return _lin.NTPData(data.H, P, data.pi, data.info)
 
 
-        _lin.make_toy = _mutated
+        _replace(_lin, "make_toy", _mutated)
         """,
     ),
     Mutation(
@@ -254,7 +254,7 @@ MUTATIONS = [
             return out
 
 
-        _lin.regularization_path = _mutated
+        _replace(_lin, "regularization_path", _mutated)
         """,
     ),
     Mutation(
@@ -279,7 +279,7 @@ MUTATIONS = [
             return out
 
 
-        _lin.separability_lp = _mutated
+        _replace(_lin, "separability_lp", _mutated)
         """,
     ),
     Mutation(
@@ -309,7 +309,7 @@ MUTATIONS = [
                     c.legend()
 
 
-        _plots.draw_training = _mutated
+        _replace(_plots, "draw_training", _mutated)
         """,
     ),
     Mutation(
@@ -335,7 +335,7 @@ MUTATIONS = [
             return _orig(axes, res, *args, ref=ref, **kwargs)
 
 
-        _plots.draw_training = _mutated
+        _replace(_plots, "draw_training", _mutated)
         """,
     ),
 ]

@@ -1,7 +1,7 @@
 """The claims ledger of the linear paper's notebooks fails loudly when the mathematics breaks.
 
 A ``sitecustomize.py`` on the kernel's path scales W* by 1.05 inside
-``ntpcore.lin.finite_component`` (the function the ``lin-toy-solutions`` notebook computes
+``ntpcore.lin.subspace.finite_component`` (the function the ``lin-toy-solutions`` notebook computes
 W* with): eq. (4) no longer holds, and the quick run of the figure must fail, naming the
 claim ``wstar-log-odds`` [lin, Def. 1, eq. (4)], and publish nothing.
 """
@@ -9,16 +9,17 @@ claim ``wstar-log-odds`` [lin, Def. 1, eq. (4)], and publish nothing.
 from __future__ import annotations
 
 SABOTAGE = """\
-import ntpcore.lin as _lin
+import ntpcore.lin.subspace as _subspace
 
-_original = _lin.finite_component
+_original = _subspace.finite_component
 
 
 def _scaled(H, P):
     return 1.05 * _original(H, P)
 
 
-_lin.finite_component = _scaled
+# where it is defined: the experiments, imported later, bind the scaled function
+_subspace.finite_component = _scaled
 """
 
 

@@ -1,7 +1,7 @@
 """Mutations of the linear paper (Thrampoulidis, NeurIPS 2024): errors a run must catch.
 
-Each entry wraps one function of ``ntpcore.lin`` (where ``ntpcore.lin.experiments`` looks it
-up: the package face) or of its plotting module; see :mod:`ntpcore.pipeline.mutations`.
+Each entry replaces one function of ``ntpcore.lin`` or of its plotting module wherever the
+package binds it (``_replace``); see :mod:`ntpcore.pipeline.mutations`.
 """
 
 from __future__ import annotations

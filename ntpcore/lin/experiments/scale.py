@@ -2,7 +2,7 @@ r"""Theorem 2 of [lin] at a real-vocabulary size (the *Performance* chapter, key
 
 On NTP_H-compatible (Def. 1) and NTP-separable (Def. 2) data, GD and NGD from zero satisfy
 :math:`\cos(W_k, W^{\mathrm{mm}})\to 1` and :math:`P_F(W_k)\to W^\star` [lin, Thm. 2].
-``run_lin_scale`` (figure ``perf-lin-scale``) checks this at a size that a generic conic
+:func:`run_lin_scale` (figure ``perf-lin-scale``) checks this at a size that a generic conic
 solver cannot reach.  The NTP-SVM is solved by
 the specialised dual solver (:func:`ntpcore.lin.svm.ntp_svm_solve`, dual coordinate
 descent when d < m), the finite component by :func:`ntpcore.lin.finite_component_info`,
@@ -17,17 +17,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ntpcore import lin
 from ntpcore.core.optim import log_steps
-from ntpcore.lin.experiments import LinSupportConfig, synthetic_data
-from ntpcore.lin.subspace import require_compatible
+from ntpcore.lin.experiments.synthetic import SupportConfig, synthetic_data
+from ntpcore.lin.subspace import finite_component_info, require_compatible
+from ntpcore.lin.svm import ntp_svm_solve
+from ntpcore.lin.training import train_ntp
 from ntpcore.pipeline.cache import cached
 
-__all__ = ["PerfLinScaleConfig", "run_lin_scale"]
+__all__ = ["ScaleConfig", "run_lin_scale"]
 
 
 @dataclass(frozen=True)
-class PerfLinScaleConfig(LinSupportConfig):
+class ScaleConfig(SupportConfig):
     """Synthetic data of App. A.2's kind at a real-vocabulary size, sparse supports."""
 
     n_contexts: int = 1000
@@ -41,19 +42,19 @@ class PerfLinScaleConfig(LinSupportConfig):
 
 
 @cached
-def run_lin_scale(cfg: PerfLinScaleConfig) -> dict:
+def run_lin_scale(cfg: ScaleConfig) -> dict:
     """Solve W^mm and W* at scale, train from zero, return the Fig. 4 metrics along k."""
     t0 = time.perf_counter()
     data = synthetic_data(cfg)
     t = time.perf_counter()
-    svm = lin.ntp_svm_solve(data.H, data.S)
+    svm = ntp_svm_solve(data.H, data.S)
     t_svm = time.perf_counter() - t
     t = time.perf_counter()
-    fc = require_compatible(lin.finite_component_info(data.H, data.P))
+    fc = require_compatible(finite_component_info(data.H, data.P))
     t_fin = time.perf_counter() - t
     pair = {"W_star": fc["W_star"], "W_mm": svm.W_mm, "F": fc["F"], "svm": svm}
     t = time.perf_counter()
-    tr = lin.train_ntp(
+    tr = train_ntp(
         data,
         optimizer=cfg.optimizer,
         eta=cfg.step_size,

@@ -46,9 +46,15 @@ __all__ = [
 Array = NDArray[np.float64]
 
 
+def support_of(P: Array) -> NDArray[np.bool_]:
+    """The support pattern ``S = P > 0`` (V, m) of a probability matrix already validated:
+    the one place the package reads a support from probabilities."""
+    return P > 0
+
+
 def support_matrix(P: ArrayLike, name: str = "P") -> NDArray[np.bool_]:
-    """Support matrix ``S = P > 0`` (V, m) of a validated probability matrix."""
-    return as_prob_matrix(P, name) > 0
+    """Support matrix ``S = P > 0`` (V, m) of a probability matrix, validated first."""
+    return support_of(as_prob_matrix(P, name))
 
 
 def context_weights(pi: ArrayLike | None, m: int) -> Array:
@@ -83,7 +89,8 @@ def entropy(P: ArrayLike, pi: ArrayLike | None = None) -> float:
     P = as_prob_matrix(P, "P")
     pi = context_weights(pi, P.shape[1])
     with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0)
+        S = support_of(P)
+        plogp = np.where(S, P * np.log(np.where(S, P, 1.0)), 0.0)
     return float(-(plogp.sum(axis=0) @ pi))
 
 
@@ -131,7 +138,7 @@ def ce_excess_grad(L: Array, P: Array, pi: Array) -> tuple[float, Array, Array]:
     machine precision relative to CE (the off-support mass decays exponentially along the
     max-margin direction).
     """
-    S = P > 0
+    S = support_of(P)
     with np.errstate(divide="ignore"):
         logp = np.where(S, np.log(np.where(S, P, 1.0)), 0.0)
     L_on = np.where(S, L, -np.inf)

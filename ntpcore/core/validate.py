@@ -92,10 +92,3 @@ def as_support(S: ArrayLike, name: str = "S") -> NDArray[np.bool_]:
     if empty.size:
         raise DataError(f"{name}: context(s) {empty[:5].tolist()} have an empty support")
     return arr
-
-
-def check_positive(x: float, name: str) -> float:
-    """Return ``x`` if it is a finite number > 0, else raise DataError."""
-    if not np.isfinite(x) or x <= 0:
-        raise DataError(f"{name} must be a finite positive number, got {x!r}")
-    return float(x)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ntpcore.core.logits import project_F
+from ntpcore.core.logits import project_F, support_of
 from ntpcore.core.validate import as_float_array, as_prob_matrix, as_support
 
 
@@ -46,7 +46,7 @@ def finite_logits(P: ArrayLike) -> NDArray[np.float64]:
         If a column of ``P`` is not a probability vector.
     """
     P = as_prob_matrix(P)
-    S = P > 0
+    S = support_of(P)
     with np.errstate(divide="ignore"):
         logP = np.where(S, np.log(np.where(S, P, 1.0)), 0.0)
     return project_F(logP, S)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ntpcore.core.logits import entropy
+from ntpcore.core.logits import entropy, support_of
 from ntpcore.core.validate import as_float_array, as_prob_matrix
 from ntpcore.errors import DataError
 
@@ -81,7 +81,7 @@ class NTPData:
     @property
     def S(self) -> NDArray[np.bool_]:
         """Boolean support matrix (V, m)."""
-        return self.P > 0
+        return support_of(self.P)
 
     @property
     def support_sizes(self) -> NDArray[np.int64]:

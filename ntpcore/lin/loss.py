@@ -25,7 +25,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.core import logits
-from ntpcore.core.logits import ce_grad_unchecked, ce_unchecked, log_softmax, softmax
+from ntpcore.core.logits import (
+    ce_grad_unchecked,
+    ce_unchecked,
+    log_softmax,
+    softmax,
+    support_of,
+)
 from ntpcore.core.validate import as_float_array
 from ntpcore.lin.data import check_data
 
@@ -49,13 +55,12 @@ def ce(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) ->
     return ce_unchecked(W @ H, P, pi)
 
 
-def ce_grad(
-    W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None
-) -> tuple[float, Array]:
-    r"""CE loss and its gradient :math:`(\Sigma - P)\Pi\bar H^\top` (V, d)."""
+def ce_grad(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> Array:
+    r"""The gradient :math:`(\Sigma - P)\Pi\bar H^\top` (V, d) of CE at W; the chain rule
+    through the logits :math:`W\bar H` of :func:`ntpcore.core.logits.ce_grad`."""
     H, P, pi = check_data(H, P, pi)
     W = _check_W(W, P.shape[0], H.shape[0])
-    return loss_and_grad(W, H, P, pi)
+    return loss_and_grad(W, H, P, pi)[1]
 
 
 def kl_terms(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
@@ -63,7 +68,7 @@ def kl_terms(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
     H, P, _ = check_data(H, P, None)
     W = _check_W(W, P.shape[0], H.shape[0])
     lq = log_softmax(W @ H)
-    S = P > 0
+    S = support_of(P)
     logp = np.log(np.where(S, P, 1.0))
     return np.where(S, P * (logp - lq), 0.0).sum(axis=0)
 
@@ -90,7 +95,7 @@ def ce_F(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) 
     H, P, pi = check_data(H, P, pi)
     W = _check_W(W, P.shape[0], H.shape[0])
     L = W @ H
-    S = P > 0
+    S = support_of(P)
     Ls = np.where(S, L, -np.inf)
     mx = Ls.max(axis=0)
     lse = mx + np.log(np.where(S, np.exp(Ls - mx), 0.0).sum(axis=0))

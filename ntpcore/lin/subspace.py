@@ -36,9 +36,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ntpcore.core.logits import support_of
 from ntpcore.core.validate import as_float_array, as_support
 from ntpcore.errors import DataError, IncompatibleError
-from ntpcore.lin.data import check_data, check_embeddings_probs
+from ntpcore.lin.data import check_embeddings_probs
 
 Array = NDArray[np.float64]
 
@@ -195,7 +196,7 @@ def data_subspace(H: ArrayLike, S: ArrayLike, *, rtol: float = RANK_RTOL) -> Dat
 def finite_component_info(H: ArrayLike, P: ArrayLike) -> dict:
     """W*, the compatibility residual and the subspace (see :func:`finite_component`)."""
     H, P = check_embeddings_probs(H, P)
-    F = data_subspace(H, P > 0)
+    F = data_subspace(H, support_of(P))
     b = log_odds(P, F.anchors, F.ctx, F.tok)
     W, resid = F.solve(b)
     return {"W_star": W, "residual": resid, "rhs_norm": float(np.linalg.norm(b)), "F": F}
@@ -240,13 +241,12 @@ def is_compatible(H: ArrayLike, P: ArrayLike) -> bool:
     return True
 
 
-def project_F(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
-    """Orthogonal projection of W onto the data subspace F of (H, supp P) (eq. 5)."""
-    H, P, _ = check_data(H, P)
-    return data_subspace(H, P > 0).project(W)
+def project_F(W: ArrayLike, H: ArrayLike, S: ArrayLike) -> Array:
+    """Orthogonal projection of W onto the data subspace F of (H, S) (eq. 5); S is the
+    support pattern (V, m), as for :func:`ntpcore.core.logits.project_F` in logit space."""
+    return data_subspace(as_float_array(H, "H", ndim=2), as_support(S, "S")).project(W)
 
 
-def project_perp(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
-    """Orthogonal projection of W onto the complement of F."""
-    H, P, _ = check_data(H, P)
-    return data_subspace(H, P > 0).project_perp(W)
+def project_perp(W: ArrayLike, H: ArrayLike, S: ArrayLike) -> Array:
+    """Orthogonal projection of W onto the complement of F (arguments as :func:`project_F`)."""
+    return data_subspace(as_float_array(H, "H", ndim=2), as_support(S, "S")).project_perp(W)

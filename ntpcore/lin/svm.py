@@ -32,6 +32,7 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ntpcore.core.logits import support_of
 from ntpcore.errors import ParameterError, SolverError
 from ntpcore.lin.data import check_embeddings_probs
 from ntpcore.lin.dual import svm_dual, svm_dual_cd
@@ -114,4 +115,4 @@ def ntp_svm(H: ArrayLike, P: ArrayLike, *, solver: str = "auto") -> Array:
     SolverError      the solver failed or its answer fails the post-check
     """
     H, P = check_embeddings_probs(H, P)
-    return ntp_svm_solve(H, P > 0, solver=solver).W_mm
+    return ntp_svm_solve(H, support_of(P), solver=solver).W_mm

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ntpcore.core.logits import ce_excess
+from ntpcore.core.logits import ce_excess, support_of
 from ntpcore.core.metrics import cos
 from ntpcore.core.optim import Trajectory, init_weights, train
 from ntpcore.lin.data import NTPData, check_data
@@ -36,7 +36,7 @@ def solution_pair(H: ArrayLike, P: ArrayLike, *, solver: str = "auto") -> dict:
     """W*, W^mm, the subspace F and the SVM record in one call (the objects of Thm. 2)."""
     H, P, _ = check_data(H, P)
     fc = finite_component_info(H, P)
-    svm = ntp_svm_solve(H, P > 0, solver=solver)
+    svm = ntp_svm_solve(H, support_of(P), solver=solver)
     return {
         "W_star": fc["W_star"],
         "W_mm": svm.W_mm,

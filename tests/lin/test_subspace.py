@@ -45,7 +45,7 @@ def test_projection_properties(synth):
     assert abs(np.vdot(PX, Y) - np.vdot(X, F.project(Y))) <= 1e-12 * np.linalg.norm(X) ** 2
     assert abs(np.vdot(PX, F.project_perp(X))) <= 1e-11
     assert np.allclose(
-        lin.project_F(X, synth.H, synth.P) + lin.project_perp(X, synth.H, synth.P), X
+        lin.project_F(X, synth.H, synth.S) + lin.project_perp(X, synth.H, synth.S), X
     )
 
 
@@ -77,7 +77,7 @@ def test_W_star_cross_check_pinv(synth):
     L0 = np.where(S, logp - logp.sum(axis=0) / S.sum(axis=0), 0.0)
     Wp = L0 @ np.linalg.pinv(synth.H)
     W = lin.finite_component(synth.H, synth.P)
-    assert np.linalg.norm(lin.project_F(Wp, synth.H, synth.P) - W) <= 1e-10
+    assert np.linalg.norm(lin.project_F(Wp, synth.H, synth.S) - W) <= 1e-10
 
 
 def test_gap_along_W_star_plus_gamma_Wmm(synth, synth_pair):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ntpcore.core.logits import support_of
 from ntpcore.lin.loss import ce_excess
 from ntpcore.lin.subspace import data_subspace, finite_component, row_space_projector
 from ntpcore.lin.svm_problem import margins
@@ -41,7 +42,7 @@ def solution_facts(
     """
     H = np.asarray(H, dtype=float)
     P = np.asarray(P, dtype=float)
-    S = P > 0
+    S = support_of(P)
     W_star = finite_component(H, P)
     F = data_subspace(H, S)
     L = W_star @ H

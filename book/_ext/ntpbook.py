@@ -19,6 +19,12 @@ Directives (MyST pages only):
 ``{ntp-reproducibility}``
     The table of the *Reproducing this book* page, built from the registry and the
     provenance sidecars: id, paper label, notebook, profile, commit, runtime, key metric.
+
+Links to statements: a Markdown link whose target is the label of a ``{prf:...}`` directive,
+``[*Theorem: Implicit bias of gradient descent*](lin-thm-gd)`` (what the runner writes for a
+notebook's ``[book: ...]`` references, :mod:`ntpcore.pipeline.bookrefs`), links to the
+statement with its text as written (maths included).  MyST looks such a target up among the
+standard labels, where sphinx-proof's are not; an unknown target stays a MyST warning.
 """
 
 from __future__ import annotations
@@ -28,8 +34,11 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.statemachine import StringList
+from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import make_refnode
 
 from ntpcore.bench.att import AUTHORS_SECONDS
 from ntpcore.pipeline import paths
@@ -882,8 +891,30 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
     context["script_files"] = kept
 
 
+class StatementLinks(SphinxPostTransform):
+    """``[text](label)`` with the label of a ``{prf:...}`` statement: a link to it."""
+
+    default_priority = 8  # before MyST's resolver of Markdown links (9)
+
+    def run(self, **kwargs) -> None:
+        proofs = getattr(self.env, "proof_list", {})
+        for node in list(self.document.findall(addnodes.pending_xref)):
+            target = node.get("reftarget", "")
+            if node.get("reftype") != "myst" or node.get("refdomain") or target not in proofs:
+                continue
+            ref = make_refnode(
+                self.app.builder,
+                node.get("refdoc", self.env.docname),
+                proofs[target]["docname"],
+                target,
+                node[0].deepcopy(),
+            )
+            node.replace_self(ref)
+
+
 def setup(app):
     app.connect("html-page-context", _dedupe_scripts, priority=1000)  # after the others
+    app.add_post_transform(StatementLinks)
     app.add_directive("ntp-performance", NTPPerformance)
     app.add_directive("ntpfigure", NTPFigure)
     app.add_directive("ntp-reproducibility", NTPReproducibility)

@@ -18,7 +18,8 @@ Directives (MyST pages only):
 
 ``{ntp-reproducibility}``
     The table of the *Reproducing this book* page, built from the registry and the
-    provenance sidecars: id, paper label, notebook, profile, commit, runtime, key metric.
+    provenance sidecars: id and template notebook, paper label, the run (profile, commit,
+    runtime), key metric.
 
 Links to statements: a Markdown link whose target is the label of a ``{prf:...}`` directive,
 ``[*Theorem: Implicit bias of gradient descent*](lin-thm-gd)`` (what the runner writes for a
@@ -170,33 +171,34 @@ class NTPReproducibility(_MystDirective):
             commit = (side.get("git") or {}).get("commit") or "-"
             dirty = " (dirty)" if (side.get("git") or {}).get("dirty") else ""
             runtime = side.get("notebook_wall_time_s")
+            figure = (
+                f"{{doc}}`{fig_id} </book/executed/{fig_id}>`" + _data_link(fig_id, " ({})", "data")
+                if side
+                else fig_id
+            )
+            run = side.get("profile", "not run")
+            if side:
+                run += f", `{commit[:10]}`{dirty}"
+            if isinstance(runtime, int | float):
+                run += f", {runtime:.1f} s"
             rows.append(
                 [
-                    f"{{doc}}`{fig_id} </book/executed/{fig_id}>`"
-                    + _data_link(fig_id, " ({})", "data")
-                    if side
-                    else fig_id,
+                    # the template notebook under the figure, as its own paragraph
+                    f"{figure}\n\n    `{Path(entry.notebook).name}`",
                     _paper_label(entry.paper_label),
-                    f"`{Path(entry.notebook).name}`",
-                    side.get("profile", "not run"),
-                    f"`{commit[:10]}`{dirty}",
-                    f"{runtime:.1f} s" if isinstance(runtime, int | float) else "-",
+                    run,
                     f"`{key[0]}` = {_fmt_metric(key[1])}" if key else "-",
                 ]
             )
         header = [
-            "figure (executed notebook)",
+            "figure (executed notebook) and template notebook",
             "paper label",
-            "template notebook",
-            "profile",
-            "commit",
-            "runtime",
+            "run: profile, commit, runtime",
             "key metric",
         ]
-        # Fixed column widths (book/_static/ntp.css, table.ntp-repro) keep the table inside
-        # the content column; long identifiers wrap.
-        lines = [":::{list-table}", ":header-rows: 1", ":class: ntp-repro"]
-        lines += [":widths: 19 14 18 8 12 9 20", ""]
+        # Four columns, as wide as their words need (book/_static/ntp.css, table.ntp-repro):
+        # no identifier is cut at a laptop's width; on a phone the table scrolls sideways.
+        lines = [":::{list-table}", ":header-rows: 1", ":class: ntp-repro", ""]
         for row in [header, *rows]:
             lines.append(f"* - {row[0]}")
             lines.extend(f"  - {cell}" for cell in row[1:])

@@ -12,8 +12,10 @@ Role ``{ntpval}`<fig-id>:<key>[|<format>]```
 
 Directive ``{ntp-claims}``
     The claims ledger as tables: with ``:paper: lin`` one table of that paper's claims
-    (claim, source in the paper, the paper's number, ours, comparison, status, figure),
-    without options the summary line over all figures.
+    (the claim and its figure, source in the paper, the paper's number, ours and the
+    comparison it must satisfy, status), without options the summary line over all figures.
+    Five columns keep every word whole at a laptop's width; on a phone each row reads as a
+    card, each cell under its column's name (``table.ntp-ledger`` in ``book/_static/ntp.css``).
 
 Directive ``{ntp-mutations}``
     The mutation score from ``results/mutations/report.json`` (``make mutations``): the
@@ -117,10 +119,11 @@ class NTPVal(SphinxRole):
             explanation=f"measured by {fig_id} ({profile} profile)",
             classes=["ntpval", f"ntpval-{profile}"],
         )
-        out: list[nodes.Node] = [node]
-        if profile != "paper":
-            out.append(nodes.emphasis(" (quick)", " (quick)", classes=["ntpval-quick"]))
-        return out, []
+        if profile == "paper":
+            return [node], []
+        # the number and its mark stay on one line (book/_static/ntp.css, .ntpval-group)
+        quick = nodes.emphasis(" (quick)", " (quick)", classes=["ntpval-quick"])
+        return [nodes.inline("", "", node, quick, classes=["ntpval-group"])], []
 
 
 def all_claims() -> list[dict]:
@@ -182,11 +185,11 @@ class NTPClaims(SphinxDirective):
             "",
             ":::{list-table}",
             ":header-rows: 1",
-            ":class: ntp-claims",
-            ":widths: 30 13 10 12 12 12 11",
+            ":class: ntp-claims ntp-ledger",
+            ":widths: 36 16 14 18 16",
             "",
         ]
-        header = ["claim", "source", "paper", "ours", "must be", "status", "figure"]
+        header = ["claim", "source", "paper", "ours", "status"]
         for row in [header, *(self._row(c) for c in rows)]:
             lines.append(f"* - {row[0]}")
             lines.extend(f"  - {cell}" for cell in row[1:])
@@ -212,14 +215,13 @@ class NTPClaims(SphinxDirective):
         statement = " ".join(str(c["statement"]).split())
         if c.get("sanity"):
             statement = f"*(sanity check)* {statement}"
+        ours += f"; must be {c['expect']}"
         return [
-            statement,
+            f"{statement} (figure {{doc}}`{fig_id} </book/executed/{fig_id}>`)",
             c["source"],
             paper,
             ours,
-            c["expect"],
             status,
-            f"{{doc}}`{fig_id} </book/executed/{fig_id}>`",
         ]
 
 

@@ -68,3 +68,32 @@ def test_all_claims_collects_the_registered_figures_sidecars(tmp_path, monkeypat
     found = ntpclaims.all_claims()
     assert [c["id"] for c in found] == [f"{fig_id}:a"]
     assert found[0]["paper_key"] == "lin"
+
+
+def test_a_claims_row_fills_the_columns_the_phone_layout_labels():
+    """Five columns: the claim names its figure, ours carries the comparison it must satisfy
+    (not for a yes/no claim); on a phone each cell after the claim is labelled with its
+    column's name by the stylesheet, which must name the same columns in the same order."""
+    import re
+
+    claim = {
+        "id": "lin-x:ratio",
+        "fig_id": "lin-x",
+        "statement": "ratio $\\|W\\|$",
+        "source": "[lin, Fig. 5]",
+        "expect": "≤ 1",
+        "measured": 0.5,
+        "status": "pass",
+        "paper": None,
+    }
+    row = ntpclaims.NTPClaims._row(claim)
+    assert len(row) == len(ntpclaims.LEDGER_HEADER) == 5
+    assert row[0].endswith("(figure {doc}`lin-x </book/executed/lin-x>`)")
+    assert row[3] == "0.5; must be ≤ 1"
+    assert ntpclaims.NTPClaims._row({**claim, "expect": "holds", "measured": True})[3] == "True"
+    css = (paths.BOOK_DIR / "_static" / "ntp.css").read_text()
+    label = r'table\.ntp-ledger td:nth-child\((\d)\)::before \{ content: "(\w+): "'
+    labels = re.findall(label, css)
+    assert [(int(k), name) for k, name in labels] == [
+        (k, name) for k, name in enumerate(ntpclaims.LEDGER_HEADER, 1) if k > 1
+    ]

@@ -40,6 +40,9 @@ from ntpcore.pipeline.registry import load_registry
 logger = logging.getLogger(__name__)
 PAPERS = {"lin": "Linear models", "geo": "Implicit geometry", "att": "Self-attention"}
 STATUS_WORDS = {"pass": "holds", "fail": "**does not hold**", "not-evaluated": "not evaluated"}
+#: the columns of a paper's claims table (on a phone, each cell is labelled with its column's
+#: name by book/_static/ntp.css, table.ntp-ledger)
+LEDGER_HEADER = ["claim", "source", "paper", "ours", "status"]
 
 
 def _sidecar_path(fig_id: str) -> Path:
@@ -189,7 +192,7 @@ class NTPClaims(SphinxDirective):
             ":widths: 36 16 14 18 16",
             "",
         ]
-        header = ["claim", "source", "paper", "ours", "status"]
+        header = LEDGER_HEADER
         for row in [header, *(self._row(c) for c in rows)]:
             lines.append(f"* - {row[0]}")
             lines.extend(f"  - {cell}" for cell in row[1:])
@@ -215,7 +218,8 @@ class NTPClaims(SphinxDirective):
         statement = " ".join(str(c["statement"]).split())
         if c.get("sanity"):
             statement = f"*(sanity check)* {statement}"
-        ours += f"; must be {c['expect']}"
+        if c["expect"] != "holds":  # a yes/no claim: "True" says it
+            ours += f"; must be {c['expect']}"
         return [
             f"{statement} (figure {{doc}}`{fig_id} </book/executed/{fig_id}>`)",
             c["source"],
@@ -242,7 +246,7 @@ def mutations_text(data: dict) -> str:
         "",
         ":::{list-table}",
         ":header-rows: 1",
-        ":class: ntp-claims",
+        ":class: ntp-mutations",
         "",
         "* - mutation",
         "  - what is wrong",

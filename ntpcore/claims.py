@@ -27,7 +27,10 @@ claim with
   failed claim fails the run.
 
 Each check prints one line (the status, the measured value at the stated number of
-significant digits, the comparison and the paper's number), and the ledger is written to
+significant digits, the comparison and the paper's number).  In a notebook the line is a
+rich output: its plain text is the line (what the golden outputs compare), its Markdown
+(:func:`line_markdown`) shows the statement's maths typeset, in the book and in JupyterLab.
+The ledger is written to
 ``<output dir>/<fig_id>.claims.json`` after every check, atomically, so the record
 survives a kernel that dies later.  :func:`ntpcore.pipeline.provenance.savefig` puts the
 claims into the figure's sidecar; the runner (``python -m ntpcore.reproduce``) fails a
@@ -39,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +65,7 @@ __all__ = [
     "close_to",
     "holds",
     "is_blocking",
+    "line_markdown",
     "load_claims",
     "tally",
 ]
@@ -69,6 +74,18 @@ PROFILES = ("paper", "quick")
 STATUSES = ("pass", "fail", "not-evaluated")
 _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _SOURCE = re.compile(r"\[(lin|geo|att)\b")
+#: A claim line (:meth:`Claim.line`): the statement is everything before the last bracketed
+#: source that ends with ``]: ours`` (a source has no brackets inside; checked by the ledger).
+_LINE = re.compile(
+    r"^(?P<tag>PASS|FAIL|SKIP|CHECK) (?P<id>\S+): (?P<statement>.*?) "
+    r"(?P<source>\[[^\[\]\n]*\]): ours (?P<rest>.*)$"
+)
+#: How a line opens a known deviation's reason: its band (constants), then the reason, which
+#: quotes the run (also what the golden outputs read, :mod:`ntpcore.pipeline.golden`).
+DEVIATION = re.compile(r" \[known deviation \((?P<band>(?:outside the )?band [^)]*)\): ")
+#: Markdown's special characters, escaped in the parts of a line the ledger writes (the
+#: statement and a known deviation's text are the book's Markdown, kept as they are).
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>$~|])")
 
 
 class ClaimError(ValueError):
@@ -180,6 +197,52 @@ class Claim:
             where = "outside the band" if self.blocking else "band"
             text += f" [known deviation ({where} {self.band}): {self.known_deviation}]"
         return text
+
+
+def _md_escape(text: str) -> str:
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def line_markdown(line: str) -> str | None:
+    """The Markdown of a claim line, or ``None`` for a line that is not one.
+
+    A function of the printed line alone, so that the golden outputs (plain text) give back
+    the very Markdown a kernel displayed (:func:`ntpcore.pipeline.golden.inject`).  The
+    status is bold, the id is code, the statement and a known deviation's text are kept as
+    written (MyST/Markdown with ``$...$`` maths); the source, our value, the comparison and
+    the paper's and reference numbers are escaped (``[lin, Thm. 2]``, ``in [0.9, 1.1]``).
+    """
+    m = _LINE.match(line)
+    if m is None:
+        return None
+    dev = DEVIATION.search(m.group("rest"))
+    rest = m.group("rest")[: dev.start()] if dev else m.group("rest")
+    text = (
+        f"**{m.group('tag')}** `{m.group('id')}`: {m.group('statement')} "
+        f"{_md_escape(m.group('source'))}: ours {_md_escape(rest)}"
+    )
+    if dev:
+        deviation = m.group("rest")[dev.end() :]
+        if not deviation.endswith("]"):
+            return None
+        text += f" \\[known deviation ({_md_escape(dev['band'])}): {deviation[:-1]}\\]"
+    return text
+
+
+def _ipython():
+    """The running IPython shell (a notebook kernel), or ``None`` in plain Python."""
+    ipython = sys.modules.get("IPython")
+    return ipython.get_ipython() if ipython is not None else None
+
+
+def _show(line: str) -> None:
+    """Print a claim line; in IPython display it with its Markdown (plain text: the line)."""
+    if _ipython() is None:
+        print(line)
+        return
+    from IPython.display import display
+
+    display({"text/plain": line, "text/markdown": line_markdown(line)}, raw=True)
 
 
 def _fmt(x: float, digits: int) -> str:
@@ -316,8 +379,16 @@ class Ledger:
             band=in_band.describe() if in_band is not None else None,
             blocking=blocking,
         )
+        line = claim.line()
+        m = _LINE.match(line)
+        one_line = len(line.splitlines()) == 1
+        if not one_line or m is None or (m["statement"], m["source"]) != (statement, source):
+            raise ClaimError(
+                f"claim {full_id!r}: its line cannot be read back (one line, a source in "
+                f"brackets with none inside, e.g. '[lin, Thm. 2]'): {line!r}"
+            )
         self.claims.append(claim)
-        print(claim.line())
+        _show(line)
         self._write()
 
     # ------------------------------------------------------------------------- records

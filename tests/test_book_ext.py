@@ -103,3 +103,32 @@ def test_the_statements_table_lists_each_statement_with_the_status_of_its_claims
     assert rows[0][2].startswith(f"`{first.checked_by[0]}` (holds)")
     assert rows[1][2].startswith(f"`{entry.claims[1].checked_by[0]}` (sanity check, not evaluated)")
     assert "(not run)" in rows[2][2]
+
+
+def test_a_claims_row_fills_the_columns_the_phone_layout_labels():
+    """Five columns: the claim names its figure, ours carries the comparison it must satisfy
+    (not for a yes/no claim); on a phone each cell after the claim is labelled with its
+    column's name by the stylesheet, which must name the same columns in the same order."""
+    import re
+
+    claim = {
+        "id": "lin-x:ratio",
+        "fig_id": "lin-x",
+        "statement": "ratio $\\|W\\|$",
+        "source": "[lin, Fig. 5]",
+        "expect": "≤ 1",
+        "measured": 0.5,
+        "status": "pass",
+        "paper": None,
+    }
+    row = ntpclaims.NTPClaims._row(claim)
+    assert len(row) == len(ntpclaims.LEDGER_HEADER) == 5
+    assert row[0].endswith("(figure {doc}`lin-x </book/executed/lin-x>`)")
+    assert row[3] == "0.5; must be ≤ 1"
+    assert ntpclaims.NTPClaims._row({**claim, "expect": "holds", "measured": True})[3] == "True"
+    css = (paths.BOOK_DIR / "_static" / "ntp.css").read_text()
+    label = r'table\.ntp-ledger td:nth-child\((\d)\)::before \{ content: "(\w+): "'
+    labels = re.findall(label, css)
+    assert [(int(k), name) for k, name in labels] == [
+        (k, name) for k, name in enumerate(ntpclaims.LEDGER_HEADER, 1) if k > 1
+    ]

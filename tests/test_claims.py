@@ -221,3 +221,46 @@ def test_a_sanity_check_fails_the_run_but_is_not_counted_as_a_claim(tmp_path, mo
             sanity=True,
             known_deviation="why",
         )
+
+
+def test_a_claim_line_renders_its_statement_as_markdown_and_escapes_the_rest():
+    line = (
+        r"FAIL geo-x:excess: $\|\tilde S\|_*$ is *close* to $L^{mm}$ [geo, Fig. 2(d)]: ours "
+        r"0.0728 (in [0.9, 1.1]); paper <1%; reference a_b (the *authors'* logs) "
+        r"[known deviation (band in [0.0, 0.25]): on the *Wikipedia* sets "
+        r"$\|\tilde S\|_*$ is larger]"
+    )
+    md = claims.line_markdown(line)
+    assert md == (
+        r"**FAIL** `geo-x:excess`: $\|\tilde S\|_*$ is *close* to $L^{mm}$ \[geo, Fig. 2(d)\]: "
+        r"ours 0.0728 (in \[0.9, 1.1\]); paper \<1%; reference a\_b (the \*authors'\* logs) "
+        r"\[known deviation (band in \[0.0, 0.25\]): on the *Wikipedia* sets "
+        r"$\|\tilde S\|_*$ is larger\]"
+    )
+    # the statement's brackets do not end it: the source is the bracket before ": ours"
+    inner = r"PASS lin-x:c: $\cos \in [0, 1]$ [lin, Thm. 2]: ours True (holds)"
+    assert claims.line_markdown(inner).startswith(r"**PASS** `lin-x:c`: $\cos \in [0, 1]$ \[lin")
+    assert claims.line_markdown("k = 4: rank 3 [lin]: ours") is None
+    assert claims.line_markdown("rank = 4") is None
+
+
+def test_a_claim_whose_line_cannot_be_read_back_is_refused(figdir):
+    ledger = claims.Ledger("lin-claimtest", "quick")
+    with pytest.raises(claims.ClaimError, match="cannot be read back"):
+        ledger.check("a", "x", 1.0, claims.at_most(2), source="[lin, Thm. 2 [b]]")
+    with pytest.raises(claims.ClaimError, match="cannot be read back"):
+        ledger.check("b", "two\nlines", 1.0, claims.at_most(2), source="[lin, Thm. 2]")
+    assert ledger.claims == []
+
+
+def test_every_golden_claim_line_has_its_markdown():
+    from ntpcore.pipeline import golden
+
+    lines = [
+        golden.plain(x)
+        for path in sorted(golden.GOLDEN_DIR.glob("*.txt"))
+        for x in path.read_text(encoding="utf-8").splitlines()
+        if x.split(" ", 1)[0] in ("PASS", "FAIL", "SKIP", "CHECK")
+    ]
+    assert len(lines) > 300
+    assert all(claims.line_markdown(x) for x in lines)

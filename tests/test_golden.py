@@ -30,9 +30,19 @@ def _executed(path, lines: list[str]):
         "language": "python",
     }
     text = "\n".join(lines) + "\n"
-    check = nbformat.v4.new_code_cell(f"print({text!r}, end='')")
+    # prints the lines as a notebook does: a claim line as the ledger displays it
+    check = nbformat.v4.new_code_cell(
+        "from IPython.display import display\n"
+        "from ntpcore.claims import line_markdown\n"
+        f"for line in {lines!r}:\n"
+        "    md = line_markdown(line)\n"
+        "    if md is None:\n"
+        "        print(line)\n"
+        "    else:\n"
+        "        display({'text/plain': line, 'text/markdown': md}, raw=True)"
+    )
     check.metadata["tags"] = [golden.TAG]
-    check.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    check.outputs = golden.outputs(text)
     nb.cells = [nbformat.v4.new_code_cell("import math"), check]
     nbformat.write(nb, path)
     return path
@@ -234,6 +244,68 @@ def test_nbval_compares_the_words_and_leaves_the_numbers_to_the_golden_check(tmp
     golden.inject_all(executed, tmp_path / "words", gdir)
     words = _nbval(tmp_path / "words")
     assert words.returncode != 0 and "FAIL lin-x:ratio" in words.stdout
+
+
+KERNEL_CELL = r"""
+from ntpcore import claims
+led = claims.Ledger("lin-x", "quick")
+print("k = 4: two lines before,")
+print("median excess 7e-03")
+led.check("ratio", r"Adam ends with a smaller CE than GD: $\|W_T\|_*$ ratio", 0.0175,
+          claims.at_most(1), source="[lin, App. A.2, Fig. 5]", paper="< 1")
+led.check("in", r"$\cos(W_k, W^{\rm mm}) \in [0, 1]$", 1.02, claims.between(0.9, 1.1),
+          source="[lin, Thm. 2]", reference=1.0, reference_source="an independent solver")
+print("between *claims*")
+led.check("dev", "norm ratio", 2.0, claims.at_most(1), source="[geo, Fig. 2(d)]",
+          known_deviation=r"on the *Wikipedia* sets $\|S\|_*$ is larger", band=(0, 3))
+led.check("ok", "a check", True, claims.holds(), source="[lin, Def. 3]", sanity=True)
+print("end")
+"""
+
+
+def _normalized(outputs):
+    return [
+        {k: v for k, v in dict(o).items() if k in ("output_type", "name", "text", "data")}
+        for o in outputs
+    ]
+
+
+def test_injected_outputs_are_those_a_kernel_gives(tmp_path, monkeypatch, capsys):
+    """The golden text of a tagged cell, injected for nbval, gives back the very outputs its
+    kernel run gave (claim lines displayed with their Markdown, the prints between them as
+    streams), and the plain text of those outputs is what the ledger prints outside IPython."""
+    import nbclient
+
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "kernel"))
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    cell = nbformat.v4.new_code_cell(KERNEL_CELL)
+    cell.metadata["tags"] = [golden.TAG]
+    nb.cells = [cell]
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    kernel = nb.cells[0].outputs
+    assert [o.output_type for o in kernel] == [
+        "stream",
+        "display_data",
+        "display_data",
+        "stream",
+        "display_data",
+        "display_data",
+        "stream",
+    ]
+    (text,) = golden.extract(nb)
+    assert _normalized(golden.outputs(text)) == _normalized(kernel)
+    injected = golden.inject(nb, [text], "lin-x").cells[0].outputs
+    assert _normalized(injected) == _normalized(kernel)
+    # outside IPython the ledger prints the same text (what the golden files hold)
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "plain"))
+    capsys.readouterr()
+    exec(KERNEL_CELL, {})
+    assert capsys.readouterr().out == text
 
 
 def test_a_figure_without_golden_outputs_is_an_error(tmp_path):

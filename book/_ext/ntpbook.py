@@ -20,7 +20,14 @@ Directives (MyST pages only):
 
 ``{ntp-reproducibility}``
     The table of the *Reproducing this book* page, built from the registry and the
-    provenance sidecars: id, paper label, notebook, profile, commit, runtime, key metric.
+    provenance sidecars: id and template notebook, paper label, the run (profile, commit,
+    runtime), key metric.
+
+Links to statements: a Markdown link whose target is the label of a ``{prf:...}`` directive,
+``[*Theorem: Implicit bias of gradient descent*](lin-thm-gd)`` (what the runner writes for a
+notebook's ``[book: ...]`` references, :mod:`ntpcore.pipeline.bookrefs`), links to the
+statement with its text as written (maths included).  MyST looks such a target up among the
+standard labels, where sphinx-proof's are not; an unknown target stays a MyST warning.
 """
 
 from __future__ import annotations
@@ -30,8 +37,11 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.statemachine import StringList
+from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import make_refnode
 
 from ntpcore.bench.att import AUTHORS_SECONDS
 from ntpcore.pipeline import paths
@@ -164,33 +174,34 @@ class NTPReproducibility(_MystDirective):
             commit = (side.get("git") or {}).get("commit") or "-"
             dirty = " (dirty)" if (side.get("git") or {}).get("dirty") else ""
             runtime = side.get("notebook_wall_time_s")
+            figure = (
+                f"{{doc}}`{fig_id} </book/executed/{fig_id}>`" + _data_link(fig_id, " ({})", "data")
+                if side
+                else fig_id
+            )
+            run = side.get("profile", "not run")
+            if side:
+                run += f", `{commit[:10]}`{dirty}"
+            if isinstance(runtime, int | float):
+                run += f", {runtime:.1f} s"
             rows.append(
                 [
-                    f"{{doc}}`{fig_id} </book/executed/{fig_id}>`"
-                    + _data_link(fig_id, " ({})", "data")
-                    if side
-                    else fig_id,
+                    # the template notebook under the figure, as its own paragraph
+                    f"{figure}\n\n    `{Path(entry.notebook).name}`",
                     _paper_label(entry.paper_label),
-                    f"`{Path(entry.notebook).name}`",
-                    side.get("profile", "not run"),
-                    f"`{commit[:10]}`{dirty}",
-                    f"{runtime:.1f} s" if isinstance(runtime, int | float) else "-",
+                    run,
                     f"`{key[0]}` = {_fmt_metric(key[1])}" if key else "-",
                 ]
             )
         header = [
-            "figure (executed notebook)",
+            "figure (executed notebook) and template notebook",
             "paper label",
-            "template notebook",
-            "profile",
-            "commit",
-            "runtime",
+            "run: profile, commit, runtime",
             "key metric",
         ]
-        # Fixed column widths (book/_static/ntp.css, table.ntp-repro) keep the table inside
-        # the content column; long identifiers wrap.
-        lines = [":::{list-table}", ":header-rows: 1", ":class: ntp-repro"]
-        lines += [":widths: 19 14 18 8 12 9 20", ""]
+        # Four columns, as wide as their words need (book/_static/ntp.css, table.ntp-repro):
+        # no identifier is cut at a laptop's width; on a phone the table scrolls sideways.
+        lines = [":::{list-table}", ":header-rows: 1", ":class: ntp-repro", ""]
         for row in [header, *rows]:
             lines.append(f"* - {row[0]}")
             lines.extend(f"  - {cell}" for cell in row[1:])
@@ -885,8 +896,30 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
     context["script_files"] = kept
 
 
+class StatementLinks(SphinxPostTransform):
+    """``[text](label)`` with the label of a ``{prf:...}`` statement: a link to it."""
+
+    default_priority = 8  # before MyST's resolver of Markdown links (9)
+
+    def run(self, **kwargs) -> None:
+        proofs = getattr(self.env, "proof_list", {})
+        for node in list(self.document.findall(addnodes.pending_xref)):
+            target = node.get("reftarget", "")
+            if node.get("reftype") != "myst" or node.get("refdomain") or target not in proofs:
+                continue
+            ref = make_refnode(
+                self.app.builder,
+                node.get("refdoc", self.env.docname),
+                proofs[target]["docname"],
+                target,
+                node[0].deepcopy(),
+            )
+            node.replace_self(ref)
+
+
 def setup(app):
     app.connect("html-page-context", _dedupe_scripts, priority=1000)  # after the others
+    app.add_post_transform(StatementLinks)
     app.add_directive("ntp-performance", NTPPerformance)
     app.add_directive("ntpfigure", NTPFigure)
     app.add_directive("ntp-reproducibility", NTPReproducibility)

@@ -12,12 +12,14 @@ Role ``{ntpval}`<fig-id>:<key>[|<format>]```
 
 Directive ``{ntp-claims}``
     The claims ledger as tables: with ``:paper: lin`` one table of that paper's claims
-    (claim, source in the paper, the paper's number, ours, comparison, status, figure),
-    without options the summary line over all figures.  Both count the claims that carry
-    the paper's own number (``paper=``), the summary line per paper and in total.  With
-    ``:paper: lin`` and ``:part: statements``, the table of what each figure of the paper
-    claims (the registry's statements, ``figures.yml``) and the ledger claims that test each
-    statement, with their status.
+    (the claim and its figure, source in the paper, the paper's number, ours and the
+    comparison it must satisfy, status), without options the summary line over all figures.
+    Both count the claims that carry the paper's own number (``paper=``), the summary line
+    per paper and in total.  Five columns keep every word whole at a laptop's width; on a
+    phone each row reads as a card, each cell under its column's name (``table.ntp-ledger``
+    in ``book/_static/ntp.css``).  With ``:paper: lin`` and ``:part: statements``, the table
+    of what each figure of the paper claims (the registry's statements, ``figures.yml``) and
+    the ledger claims that test each statement, with their status.
 
 Directive ``{ntp-mutations}``
     The mutation score from ``results/mutations/report.json`` (``make mutations``): the
@@ -42,6 +44,9 @@ from ntpcore.pipeline.registry import load_registry
 logger = logging.getLogger(__name__)
 PAPERS = {"lin": "Linear models", "geo": "Implicit geometry", "att": "Self-attention"}
 STATUS_WORDS = {"pass": "holds", "fail": "**does not hold**", "not-evaluated": "not evaluated"}
+#: the columns of a paper's claims table (on a phone, each cell is labelled with its column's
+#: name by book/_static/ntp.css, table.ntp-ledger)
+LEDGER_HEADER = ["claim", "source", "paper", "ours", "status"]
 
 
 def _sidecar_path(fig_id: str) -> Path:
@@ -121,10 +126,11 @@ class NTPVal(SphinxRole):
             explanation=f"measured by {fig_id} ({profile} profile)",
             classes=["ntpval", f"ntpval-{profile}"],
         )
-        out: list[nodes.Node] = [node]
-        if profile != "paper":
-            out.append(nodes.emphasis(" (quick)", " (quick)", classes=["ntpval-quick"]))
-        return out, []
+        if profile == "paper":
+            return [node], []
+        # the number and its mark stay on one line (book/_static/ntp.css, .ntpval-group)
+        quick = nodes.emphasis(" (quick)", " (quick)", classes=["ntpval-quick"])
+        return [nodes.inline("", "", node, quick, classes=["ntpval-group"])], []
 
 
 def all_claims() -> list[dict]:
@@ -234,11 +240,11 @@ class NTPClaims(SphinxDirective):
             "",
             ":::{list-table}",
             ":header-rows: 1",
-            ":class: ntp-claims",
-            ":widths: 30 13 10 12 12 12 11",
+            ":class: ntp-claims ntp-ledger",
+            ":widths: 36 16 14 18 16",
             "",
         ]
-        header = ["claim", "source", "paper", "ours", "must be", "status", "figure"]
+        header = LEDGER_HEADER
         for row in [header, *(self._row(c) for c in rows)]:
             lines.append(f"* - {row[0]}")
             lines.extend(f"  - {cell}" for cell in row[1:])
@@ -281,14 +287,14 @@ class NTPClaims(SphinxDirective):
         statement = " ".join(str(c["statement"]).split())
         if c.get("sanity"):
             statement = f"*(sanity check)* {statement}"
+        if c["expect"] != "holds":  # a yes/no claim: "True" says it
+            ours += f"; must be {c['expect']}"
         return [
-            statement,
+            f"{statement} (figure {{doc}}`{fig_id} </book/executed/{fig_id}>`)",
             c["source"],
             paper,
             ours,
-            c["expect"],
             status,
-            f"{{doc}}`{fig_id} </book/executed/{fig_id}>`",
         ]
 
 
@@ -309,7 +315,7 @@ def mutations_text(data: dict) -> str:
         "",
         ":::{list-table}",
         ":header-rows: 1",
-        ":class: ntp-claims",
+        ":class: ntp-mutations",
         "",
         "* - mutation",
         "  - what is wrong",

@@ -44,7 +44,7 @@ def _env(env: dict) -> str:
 
 
 def _selected(probe: dict) -> str:
-    feats = "/".join(probe.get("numpy_features") or []) or "–"
+    feats = ", ".join(probe.get("numpy_features") or []) or "–"  # wraps between features
     return (
         f"numpy {feats}; OpenBLAS {probe.get('openblas_core') or '?'}"
         f" ({probe.get('openblas_threads', '1')} thread(s)); torch {probe.get('torch_capability')}"

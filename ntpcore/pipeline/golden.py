@@ -51,6 +51,7 @@ from pathlib import Path
 
 import nbformat
 
+from ntpcore.claims import line_markdown
 from ntpcore.core.io import write_text_atomic
 from ntpcore.pipeline import images, paths
 
@@ -67,6 +68,7 @@ __all__ = [
     "compare",
     "extract",
     "inject",
+    "outputs",
     "parse",
     "parse_golden_line",
     "read_golden",
@@ -427,8 +429,37 @@ def check(executed: Path, golden_dir: Path = GOLDEN_DIR) -> list[Comparison]:
 
 
 # ------------------------------------------------------------------------- nbval copies
+def outputs(text: str) -> list[nbformat.NotebookNode]:
+    """The outputs a kernel gives for a tagged cell that printed ``text``.
+
+    A claim line is displayed by the ledger (:func:`ntpcore.claims.line_markdown`): a
+    ``display_data`` output, its plain text the line and its Markdown the same function of it;
+    the lines printed around claim lines are stdout streams, split where a claim line
+    comes, as the kernel flushes them.
+    """
+    outs: list[nbformat.NotebookNode] = []
+    printed: list[str] = []
+
+    def flush() -> None:
+        if printed:
+            outs.append(nbformat.v4.new_output("stream", name="stdout", text="".join(printed)))
+            printed.clear()
+
+    for line in text.splitlines(keepends=True):
+        md = line_markdown(line.rstrip("\n"))
+        if md is None:
+            printed.append(line)
+            continue
+        flush()
+        data = {"text/plain": line.rstrip("\n"), "text/markdown": md}
+        outs.append(nbformat.v4.new_output("display_data", data=data))
+    flush()
+    return outs
+
+
 def inject(nb: nbformat.NotebookNode, texts: list[str], fig_id: str) -> nbformat.NotebookNode:
-    """A copy of ``nb`` whose tagged cells carry the golden ``texts`` (marks removed)."""
+    """A copy of ``nb`` whose tagged cells carry the golden ``texts`` (marks removed), as the
+    outputs a kernel printing them gives (:func:`outputs`)."""
     nb = nbformat.from_dict(nb)
     cells = _tagged(nb)
     if len(cells) != len(texts):
@@ -438,7 +469,7 @@ def inject(nb: nbformat.NotebookNode, texts: list[str], fig_id: str) -> nbformat
         )
     for cell, text in zip(cells, texts, strict=True):
         text = "\n".join(plain(x) for x in _lines(text)) + ("\n" if text else "")
-        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)] if text else []
+        cell.outputs = outputs(text)
         cell.execution_count = cell.execution_count or 1  # nbval compares only run cells
     return nb
 

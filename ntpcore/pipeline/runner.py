@@ -59,7 +59,7 @@ from tqdm.auto import tqdm
 from ntpcore import claims as claims_mod
 from ntpcore.core.io import write_text_atomic
 from ntpcore.errors import ParameterError
-from ntpcore.pipeline import cache, paths
+from ntpcore.pipeline import bookrefs, cache, paths
 from ntpcore.pipeline.provenance import git_state
 from ntpcore.pipeline.registry import (
     FigureEntry,
@@ -494,20 +494,25 @@ _WARNING = re.compile(r"^(?:.*?:\d+: )?(\w*Warning): (.+)$")
 def _finish_notebook(nb_path: Path) -> tuple[str, ...]:
     """Prepare an executed notebook for the static book; return the warnings it printed.
 
-    Copies the display tags onto papermill's injected cell, and drops live-widget outputs
-    (tqdm progress bars, ipywidgets): without a kernel they cannot render, and the book
-    would try to fetch the widget manager from a CDN.  Notebooks show a static figure of
-    anything a widget displays.  Paths under the repository in the kernel's stderr (e.g. a
-    corrupt cache entry's warning) are written relative to it, on the page and in the
-    warnings returned, which the runner echoes on the terminal.
+    Copies the display tags onto papermill's injected cell, writes the Markdown's references
+    to the book's statements as links (:mod:`ntpcore.pipeline.bookrefs`; an unknown one is a
+    :class:`~ntpcore.pipeline.bookrefs.BookRefError` that fails the figure), and drops
+    live-widget outputs (tqdm progress bars, ipywidgets): without a kernel they cannot
+    render, and the book would try to fetch the widget manager from a CDN.  Notebooks show
+    a static figure of anything a widget displays.  Paths under the repository in the
+    kernel's stderr (e.g. a corrupt cache entry's warning) are written relative to it, on
+    the page and in the warnings returned, which the runner echoes on the terminal.
     """
     nb = nbformat.read(nb_path, as_version=4)
     root = f"{paths.ROOT}{os.sep}"
     found: list[str] = []
-    for cell in nb.cells:
+    index, part_keys = bookrefs.statements(), bookrefs.parts()
+    for k, cell in enumerate(nb.cells):
         tags = cell.get("metadata", {}).get("tags", [])
         if "injected-parameters" in tags:
             cell.metadata["tags"] = list(dict.fromkeys([*tags, *INJECTED_TAGS]))
+        if cell.cell_type == "markdown":
+            cell.source = bookrefs.link(cell.source, index, part_keys, f"{nb_path.stem}, cell {k}")
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if WIDGET_MIME not in o.get("data", {})]
             for out in cell.outputs:

@@ -4,17 +4,24 @@
 //   node tests/browser/check_book.mjs --self-test     negative controls (tests/browser/fixtures)
 //   node tests/browser/check_book.mjs _build/html book/lin/   only the pages under book/lin/
 //
-// Serves the HTML over loopback, opens every page in Debian's chromium through
-// playwright-core (1400 x 900) and checks: the page loads with no 4xx/5xx response, no
-// page error or console error (sphinx-thebe's duplicate declaration of THEBE_JS_URL
-// included: the book's extension removes it) and no request leaving the machine (the book ships its MathJax, so none is
-// needed); all math is typeset by MathJax; no raw TeX (a \command or $...$) is left in
-// the visible text outside code and math; every <img> has loaded and every page of an
-// executed notebook shows at least one image; no table or display equation of the text is
-// wider than the content column and no code or output line of a notebook cell is cut at its
-// right edge;
-// no internal link points at a missing file or anchor.  Screenshots of a few pages go to
-// _build/screenshots/.  Ends with "N passed, N failed".
+// Serves the HTML over loopback and opens every page in Debian's chromium through
+// playwright-core, at a laptop's width (1366 x 900) and at a phone's (420 x 860; its
+// problems are prefixed "420 px: "), and checks, at each width: the page loads with no
+// 4xx/5xx response, no failed request, no page error and no console error (none is allowed;
+// sphinx-thebe's duplicate declaration of THEBE_JS_URL included: the book's extension
+// removes it), and no request leaving the machine (the book ships its MathJax); all math is
+// typeset by MathJax; no raw TeX (a \command or $...$) is left in the visible text, the
+// printed outputs of notebook cells included (code and code cells' source apart); no word of
+// the text or of a table is broken across two lines (a break at a hyphen or a slash is one),
+// and no table column stands one word per line; no maths, display or inline, is cut off, runs
+// into the next table cell or past the column, unless a box around it scrolls sideways; no
+// table is wider than the column (on the phone: unless inside a box that scrolls sideways),
+// no display equation of the text is wider than the column at the laptop's width, the page
+// does not scroll sideways, and no code or output line of a notebook cell is cut at its right
+// edge; the book's title at the top of the sidebar is in view when the page loads; every
+// <img> has loaded and every page of an executed notebook shows at least one image; no
+// internal link points at a missing file or anchor.  Screenshots of a few pages at both
+// widths go to _build/screenshots/.  Ends with "N passed, N failed".
 import { createServer } from "node:http";
 import { readFile, readdir, mkdir, stat } from "node:fs/promises";
 import { dirname, extname, join, relative, resolve, sep } from "node:path";
@@ -23,18 +30,24 @@ import { chromium } from "playwright-core";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const SHOTS = resolve("_build/screenshots");
+// Screenshots (a full page at 1366 px, the first screen at 420 px): <name>-<width>.png
 const SHOT_PAGES = {
-  "book/intro.html": "intro.png",
-  "book/lin/index.html": "lin-index.png",
-  "book/lin/beyond.html": "lin-beyond.png",
-  "book/reproducibility.html": "reproducibility.png",
-  "book/bibliography.html": "bibliography.png",
-  "book/executed/lin-gd-direction.html": "executed-lin-gd-direction.png",
+  "book/intro.html": "intro",
+  "book/lin/index.html": "lin-index",
+  "book/lin/beyond.html": "lin-beyond",
+  "book/claims.html": "claims",
+  "book/performance.html": "performance",
+  "book/reproducibility.html": "reproducibility",
+  "book/bibliography.html": "bibliography",
+  "book/executed/lin-gd-direction.html": "executed-lin-gd-direction",
+  "book/executed/att-plain-gd.html": "executed-att-plain-gd",
 };
-// Known, harmless message: pydata-sphinx-theme logs an empty theme mode on the first page
-// of a fresh browser profile before falling back to "auto".  (sphinx-thebe's duplicate
-// declaration of THEBE_JS_URL is removed by the book's extension, so it fails the check.)
-const ALLOWED_CONSOLE = [/Got invalid theme mode: \. Resetting to auto/];
+// Every page is read at a laptop's width and at a phone's; problems at the phone width are
+// prefixed "420 px: ".  Every console error fails (none is allowed).
+const VIEWPORTS = [
+  { width: 1366, height: 900, narrow: false },
+  { width: 420, height: 860, narrow: true },
+];
 const TYPES = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css",
   ".png": "image/png", ".svg": "image/svg+xml", ".json": "application/json",
   ".woff2": "font/woff2", ".woff": "font/woff", ".ipynb": "application/json",
@@ -65,45 +78,153 @@ function serve(root) {
   return new Promise((r) => server.listen(0, "127.0.0.1", () => r(server)));
 }
 
-// Runs in the page: what a reader sees, measured.
-function inspectPage() {
-  // Raw TeX in visible text: a \command, \( \[ delimiters, $$ or a $...$ pair, outside code
-  // blocks, inline code, MathJax's containers and the (not yet typeset) math nodes.
-  const SKIP = "pre, code, kbd, samp, script, style, textarea, noscript, .math, "
-    + "mjx-container, .MathJax, .highlight";
+// Runs in the page: what a reader sees, measured.  `narrow`: a phone-width screen, where a
+// wide equation or table may scroll sideways inside its own container.
+function inspectPage({ narrow }) {
+  const visible = (el) => el.checkVisibility({ visibilityProperty: true });
+  const column = document.querySelector("article.bd-article") ?? document.querySelector("main")
+    ?? document.body;
+  const colRect = column.getBoundingClientRect();
+  const inOutput = (el) => el.closest(".cell_output");
+  // Raw TeX in visible text: a \command, \( \[ delimiters, $$ or a $...$ pair.  Skipped: code
+  // (blocks, inline code and the source of notebook cells), MathJax's containers and the (not
+  // yet typeset) math nodes.  A notebook cell's *outputs* are text a reader reads: their
+  // printed lines are checked too (a claim line printed as TeX source fails).
+  const NEVER = "script, style, textarea, noscript, .math, mjx-container, .MathJax, kbd, samp";
+  const CODE = "pre, code, .highlight";
   const TEX = /\\[A-Za-z]+|\\[([]|\$\$|\$[^$\s][^$]*\$/;
   const rawTex = [];
+  const texts = [];
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     const el = n.parentElement;
-    if (!el || el.closest(SKIP) || !el.checkVisibility()) continue;
+    if (!el || el.closest(NEVER) || !visible(el)) continue;
+    // words are checked in the column's text, not in code blocks; inline code (an
+    // identifier may wrap where it must) only in tables, where it must stay whole
+    if (column.contains(el) && !el.closest("pre") && (!el.closest("code") || el.closest("td, th")))
+      texts.push(n);
+    const printed = inOutput(el) && el.closest("pre") && !el.closest("code");
+    if (el.closest(CODE) && !printed) continue;
     const m = n.textContent.match(TEX);
     if (m) {
       const i = m.index;
       rawTex.push(n.textContent.slice(Math.max(0, i - 30), i + 40).replace(/\s+/g, " ").trim());
     }
   }
-  // Tables of the text (not notebook outputs) must fit the content column.
-  const column = document.querySelector("article.bd-article") ?? document.querySelector("main")
-    ?? document.body;
-  const colRight = column.getBoundingClientRect().right;
+  // Words broken across two lines (a break inside a word, not at a hyphen or a slash), and
+  // table cells whose text stands one word per line (a column too narrow to read).
+  const lineTops = (range) => [...range.getClientRects()].filter((r) => r.width > 0.5)
+    .map((r) => r.top);
+  const twoLines = (tops) => tops.length > 1 && Math.max(...tops) - Math.min(...tops) > 3;
+  const brokenWords = [];
+  const cellWords = new Map(); // table cell -> [word count, tops of each word's first line]
+  for (const n of texts) {
+    const text = n.textContent;
+    const cell = n.parentElement.closest("td, th");
+    for (const m of text.matchAll(/[^\s\u200b]+/g)) {
+      const range = document.createRange();
+      if (cell) {
+        range.setStart(n, m.index);
+        range.setEnd(n, m.index + m[0].length);
+        const tops = lineTops(range);
+        if (tops.length) {
+          const entry = cellWords.get(cell) ?? [0, []];
+          entry[0] += 1;
+          entry[1].push(Math.round(Math.min(...tops)));
+          cellWords.set(cell, entry);
+        }
+      }
+      // pieces between break opportunities: after a hyphen, dash or slash
+      let at = m.index;
+      for (const piece of m[0].split(/(?<=[-\u2010\u2013\u2014/])/)) {
+        if (piece.length > 1) {
+          range.setStart(n, at);
+          range.setEnd(n, at + piece.length);
+          if (twoLines(lineTops(range))) brokenWords.push(m[0].slice(0, 60));
+        }
+        at += piece.length;
+      }
+    }
+  }
+  const oneWordColumns = [];
+  for (const [cell, [count, tops]] of cellWords) {
+    const lines = new Set(tops.map((t) => Math.round(t / 4))).size;
+    if (count >= 4 && lines >= count)
+      oneWordColumns.push(cell.textContent.replace(/\s+/g, " ").trim().slice(0, 60));
+  }
+  // Tables wider than the content column: at full width none (notebook outputs apart); on a
+  // phone-width screen only inside a container that scrolls sideways within the column.
+  // a box inside the column that scrolls sideways (the column itself scrolling, or the page,
+  // would move the whole text)
+  const scrolls = (a) => ["auto", "scroll"].includes(getComputedStyle(a).overflowX)
+    && a !== column && column.contains(a) && a.getBoundingClientRect().right <= colRect.right + 1;
+  const scroller = (el) => {
+    for (let a = el.parentElement; a && a !== column; a = a.parentElement) if (scrolls(a)) return a;
+    return null;
+  };
   const wideTables = [...column.querySelectorAll("table")]
-    .filter((t) => !t.closest(".cell_output") && t.checkVisibility())
-    .filter((t) => t.getBoundingClientRect().right > colRight + 1
+    .filter((t) => visible(t) && (narrow || !inOutput(t)))
+    .filter((t) => t.getBoundingClientRect().right > colRect.right + 1
       || t.scrollWidth > (t.parentElement?.clientWidth ?? Infinity) + 1)
-    .map((t) => `${Math.round(t.scrollWidth)} px in ${Math.round(column.clientWidth)} px`);
-  // Display equations must fit the column (a wider one is clipped or hides behind a scrollbar).
-  const wideMath = [...column.querySelectorAll('mjx-container[display="true"]')]
-    .filter((m) => m.checkVisibility() && !m.closest(".cell_output")
-      && m.scrollWidth > m.clientWidth + 1)
+    .filter((t) => !narrow || !scroller(t))
+    .map((t) => `${Math.round(t.scrollWidth)} px in ${Math.round(column.clientWidth)} px`
+      + (narrow ? ", not in a scroll container" : ""));
+  // Display equations must fit the column at full width (a wider one hides behind a scrollbar).
+  const wideMath = narrow ? [] : [...column.querySelectorAll('mjx-container[display="true"]')]
+    .filter((m) => visible(m) && !inOutput(m) && m.scrollWidth > m.clientWidth + 1)
     .map((m) => {
       const label = m.closest(".math")?.querySelector(".eqno")?.textContent.replace("#", "")
         ?? m.closest("[id]")?.id ?? "";
       return `${label} ${Math.round(m.scrollWidth)} px in ${Math.round(m.clientWidth)} px`.trim();
     });
+  // Maths, display or inline, must not be clipped: where it is wider than a box around it,
+  // a box on the way (inside the column) scrolls sideways, so the reader can scroll to it;
+  // otherwise it is cut off (a box that hides its overflow), runs into the next table cell,
+  // or runs past the column.
+  const clippedMath = [];
+  for (const m of document.querySelectorAll("mjx-container")) {
+    if (!visible(m) || !column.contains(m)) continue;
+    const r = (m.querySelector("mjx-math") ?? m).getBoundingClientRect();
+    if (r.width === 0) continue;
+    let problem = "";
+    for (let a = m; a; a = a.parentElement) {
+      const style = getComputedStyle(a);
+      const ar = a.getBoundingClientRect();
+      if (style.display === "inline" || style.display === "contents") continue; // no own box
+      if (!(r.left < ar.left - 1 || r.right > ar.right + 1)) continue;
+      if (scrolls(a)) break;
+      if (a === column) { problem = "past the column"; break; }
+      if (style.overflowX !== "visible") { problem = `cut off by <${a.tagName.toLowerCase()}>`; break; }
+      if (a.matches("td, th")) { problem = "past its table cell"; break; }
+    }
+    if (problem) {
+      const tex = m.closest(".math")?.textContent ?? m.getAttribute("aria-label") ?? m.textContent;
+      clippedMath.push(`${tex.replace(/\s+/g, " ").trim().slice(0, 50)} (${problem})`);
+    }
+  }
+  // The page itself must not scroll sideways.
+  const pageWidth = document.scrollingElement.scrollWidth;
+  const pageOverflow = pageWidth > window.innerWidth + 1 ? `${pageWidth} px in ${window.innerWidth} px` : "";
+  // The book's title (the brand at the top of the sidebar) is in view when the page loads,
+  // wherever the sidebar has scrolled to (not hidden above, nor under another element).
+  let titleHidden = "";
+  const brand = document.querySelector(".bd-sidebar-primary .navbar-brand");
+  const sidebar = brand?.closest(".bd-sidebar-primary");
+  if (brand && visible(sidebar) && sidebar.getBoundingClientRect().right > 0
+      && getComputedStyle(sidebar).position !== "fixed") {
+    const b = brand.getBoundingClientRect();
+    const x = b.left + b.width / 2;
+    for (const y of [b.top + 4, b.bottom - 4]) {
+      const hit = y >= 0 && y <= window.innerHeight ? document.elementFromPoint(x, y) : null;
+      if (!hit || !brand.contains(hit)) {
+        titleHidden = `${brand.textContent.trim().slice(0, 40)} (sidebar scrolled to ${Math.round(sidebar.scrollTop)} px)`;
+        break;
+      }
+    }
+  }
   // Notebook cells: no code or output line runs past the visible width of its block.
   const cutLines = [...document.querySelectorAll("div.cell pre")]
-    .filter((p) => p.checkVisibility() && p.scrollWidth > p.clientWidth + 1)
+    .filter((p) => visible(p) && p.scrollWidth > p.clientWidth + 1)
     .map((p) => (p.textContent.split("\n").reduce((a, b) => (b.length > a.length ? b : a), ""))
       .slice(0, 60));
   const imgs = [...document.querySelectorAll("img")];
@@ -116,13 +237,19 @@ function inspectPage() {
     links: [...document.querySelectorAll("a[href]")].map((a) => a.getAttribute("href")),
     ids: [...document.querySelectorAll("[id]")].map((e) => e.id),
     rawTex,
+    brokenWords: [...new Set(brokenWords)],
+    oneWordColumns,
     wideTables,
     wideMath,
+    clippedMath,
+    pageOverflow,
+    titleHidden,
     cutLines,
   };
 }
 
-// Checks every page under root; returns { passed, failed, problems: Map(rel -> [..]) }.
+// Checks every page under root at each width; returns { passed, failed, report: Map(rel ->
+// [problems]) }, a problem found at the phone width prefixed "420 px: ".
 async function checkSite(root, { shots = false, quiet = false, only = [] } = {}) {
   const server = await serve(root);
   const base = `http://127.0.0.1:${server.address().port}`;
@@ -131,15 +258,19 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
       "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   // Offline: every request that would leave the machine is refused and reported.
   let external = [];
-  await context.route("**/*", (route) => {
-    const u = new URL(route.request().url());
-    if (u.host === new URL(base).host || u.protocol === "data:") return route.continue();
-    external.push(u.href);
-    return route.abort();
-  });
+  const contexts = [];
+  for (const vp of VIEWPORTS) {
+    const context = await browser.newContext({ viewport: { width: vp.width, height: vp.height } });
+    await context.route("**/*", (route) => {
+      const u = new URL(route.request().url());
+      if (u.host === new URL(base).host || u.protocol === "data:") return route.continue();
+      external.push(u.href);
+      return route.abort();
+    });
+    contexts.push([vp, context]);
+  }
 
   const all = (await walk(root)).map((p) => relative(root, p).split(sep).join("/"));
   const existing = new Set(all);
@@ -152,71 +283,85 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
   let passed = 0, failed = 0, figureShot = false;
   const report = new Map();
   for (const rel of pages.sort()) {
-    const page = await context.newPage();
     const problems = [];
-    external = [];
-    page.on("pageerror", (e) => {
-      if (!ALLOWED_CONSOLE.some((re) => re.test(e.message))) problems.push(`page error: ${e.message}`);
-    });
-    page.on("console", (msg) => {
-      if (msg.type() === "error" && !ALLOWED_CONSOLE.some((re) => re.test(msg.text()))
-        && !/net::ERR_FAILED/.test(msg.text()))
-        problems.push(`console error: ${msg.text()}`);
-    });
-    page.on("response", (r) => {
-      if (r.status() >= 400 && r.url().startsWith(base)) problems.push(`HTTP ${r.status()} ${r.url()}`);
-    });
-    let summary = "";
-    try {
-      const html = await readFile(join(root, rel), "utf8");
-      const redirect = html.match(/http-equiv="refresh"[^>]*url=([^"]+)"/i);
-      if (redirect) {
-        // A redirect page (index.html): check its target exists, do not render it.
-        const target = new URL(redirect[1], `http://x/${rel}`).pathname.slice(1);
-        if (!existing.has(target)) problems.push(`redirect to missing ${target}`);
-        summary = `redirect to ${target}`;
-      } else {
+    const summaries = [];
+    const html = await readFile(join(root, rel), "utf8");
+    const redirect = html.match(/http-equiv="refresh"[^>]*url=([^"]+)"/i);
+    if (redirect) {
+      // A redirect page (index.html): check its target exists, do not render it.
+      const target = new URL(redirect[1], `http://x/${rel}`).pathname.slice(1);
+      if (!existing.has(target)) problems.push(`redirect to missing ${target}`);
+      summaries.push(`redirect to ${target}`);
+    }
+    for (const [vp, context] of redirect ? [] : contexts) {
+      const first = vp === VIEWPORTS[0];
+      const found = [];
+      const page = await context.newPage();
+      external = [];
+      page.on("pageerror", (e) => found.push(`page error: ${e.message}`));
+      page.on("console", (msg) => {
+        if (msg.type() === "error" && !/net::ERR_FAILED/.test(msg.text()))
+          found.push(`console error: ${msg.text()}`);
+      });
+      page.on("requestfailed", (r) => {
+        if (r.url().startsWith(base)) found.push(`request failed: ${r.url()}`);
+      });
+      page.on("response", (r) => {
+        if (r.status() >= 400 && r.url().startsWith(base)) found.push(`HTTP ${r.status()} ${r.url()}`);
+      });
+      try {
         await page.goto(`${base}/${rel}`, { waitUntil: "load", timeout: 30000 });
         await page.evaluate(async () => {
           if (window.MathJax?.startup?.promise) await window.MathJax.startup.promise;
         });
-        const info = await page.evaluate(inspectPage);
-        if (info.typeset < info.math) problems.push(`math ${info.typeset}/${info.math} typeset`);
-        if (info.merror) problems.push(`${info.merror} MathJax errors`);
-        for (const t of info.rawTex) problems.push(`raw TeX in the text: ${t}`);
-        for (const t of info.wideTables) problems.push(`table wider than the column: ${t}`);
-        for (const t of info.wideMath) problems.push(`equation wider than the column: ${t}`);
-        for (const l of info.cutLines) problems.push(`notebook line cut at the right edge: ${l}`);
-        if (info.badImages.length) problems.push(`images not loaded: ${info.badImages.join(", ")}`);
-        if (rel.includes("/executed/") && info.images === 0)
-          problems.push("executed notebook page shows no image");
-        for (const u of new Set(external)) problems.push(`request leaves the machine: ${u}`);
-        const dir = rel.includes("/") ? rel.slice(0, rel.lastIndexOf("/") + 1) : "";
-        for (const href of info.links) {
-          if (/^[a-z]+:/i.test(href) || href.startsWith("//")) continue;
-          const [pathPart, anchor] = href.split("#");
-          const target = pathPart ? new URL(pathPart, `http://x/${dir}`).pathname.slice(1) : rel;
-          const file = target.endsWith("/") || target === "" ? `${target}index.html` : target;
-          if (pathPart && !existing.has(decodeURIComponent(file))) problems.push(`broken link ${href}`);
-          else if (anchor && !pathPart && !info.ids.includes(decodeURIComponent(anchor)))
-            problems.push(`broken anchor #${anchor}`);
+        // two frames: the theme's scripts (sidebar scroll, ...) have run
+        await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+        const info = await page.evaluate(inspectPage, { narrow: vp.narrow });
+        if (info.typeset < info.math) found.push(`math ${info.typeset}/${info.math} typeset`);
+        if (info.merror) found.push(`${info.merror} MathJax errors`);
+        for (const t of info.rawTex) found.push(`raw TeX in the text: ${t}`);
+        for (const t of info.brokenWords) found.push(`word broken across lines: ${t}`);
+        for (const t of info.oneWordColumns) found.push(`table column one word per line: ${t}`);
+        for (const t of info.wideTables) found.push(`table wider than the column: ${t}`);
+        for (const t of info.wideMath) found.push(`equation wider than the column: ${t}`);
+        for (const t of info.clippedMath) found.push(`maths clipped: ${t}`);
+        if (info.pageOverflow) found.push(`page wider than the screen: ${info.pageOverflow}`);
+        if (info.titleHidden) found.push(`book title not visible in the sidebar: ${info.titleHidden}`);
+        for (const l of info.cutLines) found.push(`notebook line cut at the right edge: ${l}`);
+        if (info.badImages.length) found.push(`images not loaded: ${info.badImages.join(", ")}`);
+        for (const u of new Set(external)) found.push(`request leaves the machine: ${u}`);
+        if (first) {
+          if (rel.includes("/executed/") && info.images === 0)
+            found.push("executed notebook page shows no image");
+          const dir = rel.includes("/") ? rel.slice(0, rel.lastIndexOf("/") + 1) : "";
+          for (const href of info.links) {
+            if (/^[a-z]+:/i.test(href) || href.startsWith("//")) continue;
+            const [pathPart, anchor] = href.split("#");
+            const target = pathPart ? new URL(pathPart, `http://x/${dir}`).pathname.slice(1) : rel;
+            const file = target.endsWith("/") || target === "" ? `${target}index.html` : target;
+            if (pathPart && !existing.has(decodeURIComponent(file))) found.push(`broken link ${href}`);
+            else if (anchor && !pathPart && !info.ids.includes(decodeURIComponent(anchor)))
+              found.push(`broken anchor #${anchor}`);
+          }
+          summaries.push(`math ${info.typeset}/${info.math}, images ${info.images - info.badImages.length}/${info.images}`);
         }
-        if (shots && SHOT_PAGES[rel])
-          await page.screenshot({ path: join(SHOTS, SHOT_PAGES[rel]), fullPage: true });
-        if (shots && !figureShot && info.images > 0 && rel.includes("/index.html")) {
+        const shot = SHOT_PAGES[rel];
+        if (shots && shot)
+          await page.screenshot({ path: join(SHOTS, `${shot}-${vp.width}.png`), fullPage: first });
+        if (shots && first && !figureShot && info.images > 0 && rel.includes("/index.html")) {
           await page.screenshot({ path: join(SHOTS, "figure-page.png"), fullPage: true });
           figureShot = true;
         }
-        summary = `math ${info.typeset}/${info.math}, images ${info.images - info.badImages.length}/${info.images}`;
+      } catch (e) {
+        found.push(`load failed: ${e.message}`);
       }
-    } catch (e) {
-      problems.push(`load failed: ${e.message}`);
+      await page.close();
+      problems.push(...found.map((f) => (first ? f : `${vp.width} px: ${f}`)));
     }
-    log(`${problems.length ? "FAIL" : "ok  "} ${rel}  ${summary}`);
+    log(`${problems.length ? "FAIL" : "ok  "} ${rel}  ${summaries.join(", ")}`);
     for (const p of problems) log(`     ${p}`);
     report.set(rel, problems);
     if (problems.length) failed++; else passed++;
-    await page.close();
   }
   await browser.close();
   server.close();

@@ -1,9 +1,12 @@
 """The book as a reader sees it: the Reproducing page's cells and the browser check's controls.
 
-The browser check itself (``make browser-test``) runs over a built book; here its negative
-controls run (pages with raw TeX, a table or equation wider than the column, a cut notebook
-line, a request leaving the machine, each of which it must fail), when Node.js, playwright-core
-and Chromium are installed.
+The browser check itself (``make browser-test``) runs over a built book at 1366 and 420 px;
+here its negative controls run (pages with raw TeX in the text or in a cell's printed output,
+a table or equation wider than the column, a table not scrollable on a phone, a word broken
+across lines, a column one word wide, maths cut off, a page wider than a phone, a cut notebook
+line, the sidebar's title scrolled away, a console error, a request leaving the machine, each
+of which it must fail, and a page that must pass), when Node.js, playwright-core and Chromium
+are installed.
 """
 
 from __future__ import annotations

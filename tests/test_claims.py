@@ -9,8 +9,7 @@ import sys
 import pytest
 from nbutil import write_notebook
 
-from ntpcore import claims
-from ntpcore.pipeline import registry
+from ntpcore.pipeline import claims, registry
 from ntpcore.pipeline import runner as reproduce
 
 PARAMS = 'fig_id = "lin-claimtest"  # key\nprofile = "quick"  # [paper|quick] profile\n'
@@ -95,7 +94,7 @@ def test_a_claim_checked_twice_or_nan_is_caught(figdir):
 
 BODY = """\
 from matplotlib import pyplot as plt
-from ntpcore import claims
+from ntpcore.pipeline import claims
 from ntpcore.pipeline import provenance
 ledger = claims.Ledger(fig_id, profile)
 ledger.check("holds", "one is small", 1e-12, claims.at_most(1e-10), source="[lin, eq. (4)]")

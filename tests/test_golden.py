@@ -33,7 +33,7 @@ def _executed(path, lines: list[str]):
     # prints the lines as a notebook does: a claim line as the ledger displays it
     check = nbformat.v4.new_code_cell(
         "from IPython.display import display\n"
-        "from ntpcore.claims import line_markdown\n"
+        "from ntpcore.pipeline.claims import line_markdown\n"
         f"for line in {lines!r}:\n"
         "    md = line_markdown(line)\n"
         "    if md is None:\n"
@@ -247,7 +247,7 @@ def test_nbval_compares_the_words_and_leaves_the_numbers_to_the_golden_check(tmp
 
 
 KERNEL_CELL = r"""
-from ntpcore import claims
+from ntpcore.pipeline import claims
 led = claims.Ledger("lin-x", "quick")
 print("k = 4: two lines before,")
 print("median excess 7e-03")

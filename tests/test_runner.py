@@ -357,7 +357,7 @@ def test_a_run_record_that_cannot_be_written_is_one_line_after_the_results(
 
 
 FAILING = """\
-from ntpcore import claims
+from ntpcore.pipeline import claims
 ledger = claims.Ledger(fig_id, profile)
 ledger.check("x", "x", 1.0, claims.at_most(0.0), source="[lin, eq. (4)]")
 from matplotlib import pyplot as plt

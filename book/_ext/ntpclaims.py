@@ -37,8 +37,8 @@ from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from ntpcore.claims import tally
 from ntpcore.pipeline import paths
+from ntpcore.pipeline.claims import tally
 from ntpcore.pipeline.registry import load_registry
 
 logger = logging.getLogger(__name__)

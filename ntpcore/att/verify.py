@@ -42,6 +42,7 @@ from ntpcore.att.priority import (
     token_priority_graphs,
 )
 from ntpcore.att.svm import graph_svm_constraints, graph_svm_cvxpy
+from ntpcore.pipeline import claims
 
 __all__ = [
     "finite_part_claims",
@@ -182,8 +183,6 @@ def theory_report(E, tokens, labels, W_svm, W_fin, *, reference: bool = True) ->
 # :func:`theory_report` (as ``ntpcore.att.experiments.global_theory`` returns them).
 def graph_svm_claims(ledger, th: dict) -> None:
     """The TPG/SCC structure and the Graph-SVM (its equalities, margins, cvxpy agreement)."""
-    from ntpcore import claims
-
     defs = "[att, TPG and SCC definitions]"
     svm = "[att, Graph-SVM definition]"
     ledger.check(
@@ -228,8 +227,6 @@ def graph_svm_claims(ledger, th: dict) -> None:
 
 def finite_part_claims(ledger, th: dict) -> None:
     """W^fin: stationary on S_fin, unique (strict convexity), equal to the cvxpy solution."""
-    from ntpcore import claims
-
     fin = "[att, finite component W^fin]"
     ledger.check(
         "wfin-stationary",

@@ -51,9 +51,9 @@ from pathlib import Path
 
 import nbformat
 
-from ntpcore.claims import line_markdown
 from ntpcore.core.io import write_text_atomic
-from ntpcore.pipeline import images, paths
+from ntpcore.pipeline import images, paths, provenance
+from ntpcore.pipeline.claims import DEVIATION, line_markdown
 
 __all__ = [
     "GOLDEN_DIR",
@@ -90,8 +90,6 @@ _CLAIM = re.compile(
     r"^(?P<head>(?:PASS|FAIL|SKIP|CHECK) \S+: .*?\]: ours )(?P<ours>.*?)"
     r"(?P<tail> \((?:≤|≥|in \[|= |holds).*)$"
 )
-#: A known deviation's opening, with its band (constants); the reason after it quotes the run.
-_DEVIATION = re.compile(r" \[known deviation \((?:outside the )?band [^)]*\): ")
 
 
 class GoldenError(RuntimeError):
@@ -170,7 +168,7 @@ def _segments(line: str) -> tuple[list[tuple[str, bool, bool]], str | None]:
         return [(line, True, False)], None
     claim = line.split(" ", 2)[1].rstrip(":")
     tail = m.group("tail")
-    dev = _DEVIATION.search(tail)
+    dev = DEVIATION.search(tail)
     expect = tail[: dev.start()] if dev else tail
     parts = [(m.group("head"), False, False), (m.group("ours"), True, True), (expect, False, False)]
     if dev:
@@ -432,7 +430,7 @@ def check(executed: Path, golden_dir: Path = GOLDEN_DIR) -> list[Comparison]:
 def outputs(text: str) -> list[nbformat.NotebookNode]:
     """The outputs a kernel gives for a tagged cell that printed ``text``.
 
-    A claim line is displayed by the ledger (:func:`ntpcore.claims.line_markdown`): a
+    A claim line is displayed by the ledger (:func:`ntpcore.pipeline.claims.line_markdown`): a
     ``display_data`` output, its plain text the line and its Markdown the same function of it;
     the lines printed around claim lines are stdout streams, split where a claim line
     comes, as the kernel flushes them.
@@ -612,8 +610,6 @@ def update(
 
 
 def _log(golden_dir: Path, reason: str, result: Update, title: str = "outputs") -> None:
-    from ntpcore.pipeline import provenance
-
     path = golden_dir / CHANGES
     old = path.read_text(encoding="utf-8") if path.exists() else _CHANGES_HEAD
     when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -42,8 +42,8 @@ from pathlib import Path
 
 import nbformat
 
-from ntpcore import claims as claims_mod
 from ntpcore.core.io import write_text_atomic
+from ntpcore.pipeline import claims as claims_mod
 from ntpcore.pipeline import golden, images, paths, provenance
 
 __all__ = ["CATALOGUE", "REPORT", "Mutation", "Outcome", "load_catalogue", "run_mutation"]

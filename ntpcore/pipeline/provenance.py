@@ -101,7 +101,7 @@ def savefig(
     metrics : key numbers the notebook reports (shown on the *Reproducing* page)
     seeds : the seeds used (int or list)
     extra : anything else worth recording (solver status, infeasible draws, ...)
-    claims : the figure's :class:`ntpcore.claims.Ledger`; its claims go into the sidecar
+    claims : the figure's :class:`ntpcore.pipeline.claims.Ledger`; its claims go into the sidecar
         (the runner refreshes them from the ledger file after the notebook finishes)
     series : ``{(panel, label): (x, y)}``: labelled lines checked against the computed
         results they name before anything is written (a swapped label or a series from

@@ -64,7 +64,7 @@ REQUIRED = ("paper", "paper_label", "title", "notebook", "claims")
 OPTIONAL = ("params", "quick", "resources")
 SCALARS = ("key_metric", "deviations", "reuses", "shown")
 STATEMENT_KEYS = ("says", "checked_by")
-#: a ledger claim id as the notebooks write it (ntpcore.claims), without the figure prefix
+#: a ledger claim id as the notebooks write it (ntpcore.pipeline.claims), without the figure prefix
 CLAIM_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 RESOURCE_KEYS = ("memory_gb", "minutes")
 #: The choice of a string parameter's constraint that admits the path of a UTF-8 text file.
@@ -79,7 +79,7 @@ class RegistryError(ValueError):
 class Statement:
     """One statement a figure claims (``says``, a sentence of the caption) and the ids of the
     figure's ledger claims that test it (``checked_by``, as the notebook's
-    :meth:`ntpcore.claims.Ledger.check` names them, without the figure prefix)."""
+    :meth:`ntpcore.pipeline.claims.Ledger.check` names them, without the figure prefix)."""
 
     says: str
     checked_by: tuple[str, ...]

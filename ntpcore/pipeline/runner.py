@@ -13,7 +13,7 @@ executed copy (``book/executed/<id>.ipynb``) and figures (``book/figures/<id>.*`
 into place, so a failing notebook leaves no half-written figure.  The error names the
 notebook, the cell and the cause.
 
-Every notebook checks the claims its figure illustrates (:mod:`ntpcore.claims`).  The
+Every notebook checks the claims its figure illustrates (:mod:`ntpcore.pipeline.claims`).  The
 runner reads the claims ledger the notebook wrote, puts every claim into the sidecar, and
 fails the figure when a claim does not hold: the error names each failed claim (id,
 statement, expected vs measured), nothing is published, and the executed copy, the
@@ -56,10 +56,10 @@ import nbformat
 import yaml
 from tqdm.auto import tqdm
 
-from ntpcore import claims as claims_mod
 from ntpcore.core.io import write_text_atomic
 from ntpcore.errors import ParameterError
 from ntpcore.pipeline import bookrefs, cache, paths
+from ntpcore.pipeline import claims as claims_mod
 from ntpcore.pipeline.provenance import git_state
 from ntpcore.pipeline.registry import (
     FigureEntry,
@@ -437,7 +437,7 @@ def _claims_problem(fig_id: str, profile: str, claims: tuple[dict[str, Any], ...
     if REQUIRE_CLAIMS and not any(c["status"] != "not-evaluated" for c in claims):
         return (
             f"{fig_id}: the notebook evaluated no claim in the {profile} profile; every "
-            f"figure checks what it illustrates (ntpcore.claims.Ledger)"
+            f"figure checks what it illustrates (ntpcore.pipeline.claims.Ledger)"
         )
     return ""
 

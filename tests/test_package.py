@@ -1,0 +1,111 @@
+"""The house: how the modules of ``ntpcore`` import each other, computed from the sources.
+
+Layers, from the ground up: ``errors``; ``core`` (what the papers share); ``pipeline`` (the
+registry, runner, cache, claims ledger, provenance, plotting style); the papers ``lin``,
+``geo``, ``att``; ``bench``; the command ``reproduce``.  A module imports only from its own
+layer or below, a paper never from another paper, and no module of a paper imports its own
+paper's face (``ntpcore.<paper>``): it imports what it uses from the module that defines
+it.  Every import counts, at the top of a module or inside a function, so an import moved
+into a function cannot hide a loop.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parents[1] / "ntpcore"
+LAYERS = {"errors": 0, "core": 1, "pipeline": 2, "lin": 3, "geo": 3, "att": 3, "bench": 4}
+PAPERS = ("lin", "geo", "att")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, name: str) -> set[str]:
+    out: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("ntpcore")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                base = f"{base}.{node.module}" if node.module else base
+            if not base.startswith("ntpcore"):
+                continue
+            for a in node.names:  # "from ntpcore.lin import experiments" names a module
+                sub = f"{base}.{a.name}"
+                out.add(sub if _is_module(sub) else base)
+    return out
+
+
+def _is_module(name: str) -> bool:
+    rel = Path(*name.split("."))
+    return (ROOT.parent / rel).with_suffix(".py").exists() or (ROOT.parent / rel).is_dir()
+
+
+def graph() -> nx.DiGraph:
+    g = nx.DiGraph()
+    for path in ROOT.rglob("*.py"):
+        name = _module_name(path)
+        g.add_node(name)
+        for target in _imports(path, name):
+            if target != name:
+                g.add_edge(name, target)
+    return g
+
+
+def _room(name: str) -> str:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _layer(name: str) -> int | None:
+    room = _room(name)
+    if room == "reproduce":
+        return 5
+    return LAYERS.get(room)
+
+
+def test_every_module_has_a_layer():
+    rooms = {_room(n) for n in graph() if n != "ntpcore"}
+    assert rooms <= set(LAYERS) | {"reproduce"}, rooms - set(LAYERS)
+
+
+def test_no_import_loop():
+    g = graph()
+    g.remove_nodes_from([n for n in list(g) if n == "ntpcore"])
+    cycles = list(nx.simple_cycles(g))
+    assert not cycles, "import loops: " + "; ".join(" -> ".join(c + c[:1]) for c in cycles[:5])
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one_or_across_papers():
+    bad = []
+    for a, b in graph().edges:
+        if "ntpcore" in (a, b):
+            continue
+        la, lb = _layer(a), _layer(b)
+        if lb > la or (la == lb == 3 and _room(a) != _room(b)):
+            bad.append(f"{a} -> {b}")
+    assert not bad, bad
+
+
+def test_no_module_of_a_paper_imports_its_own_face():
+    bad = [
+        f"{a} -> {b}"
+        for a, b in graph().edges
+        if b in {f"ntpcore.{p}" for p in PAPERS} and a.startswith(f"{b}.")
+    ]
+    assert not bad, bad
+
+
+def test_the_graph_sees_imports_inside_functions(tmp_path):
+    mod = tmp_path / "m.py"
+    mod.write_text("def f():\n    from ntpcore.core import io\n")
+    assert _imports(mod, "ntpcore.x.m") == {"ntpcore.core.io"}

@@ -34,11 +34,25 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ntpcore import geo as g
-from ntpcore.core.logits import softmax
+from ntpcore.core.logits import entropy, project_F, softmax
 from ntpcore.errors import DataError
 from ntpcore.geo.data import ContextDataset, subset_contexts
+from ntpcore.geo.embeddings import (
+    direction_distance,
+    mm_embeddings,
+    same_support_pairs,
+    subspace_collapse,
+)
 from ntpcore.geo.experiments.data import DATASETS, DataConfig, load_dataset
+from ntpcore.geo.logits import centered_support, finite_logits, nuclear_norm
+from ntpcore.geo.regpath import regularization_path
+from ntpcore.geo.svm import (
+    check_certificate,
+    nuclear_svm_cvxpy,
+    polar_certificate,
+    solve_nuclear_svm,
+    svm_constraint_violation,
+)
 from ntpcore.geo.synthetic import synthetic_dataset
 from ntpcore.geo.text import text_dataset
 from ntpcore.pipeline.cache import cached
@@ -65,9 +79,9 @@ class SupportLmmConfig(DataConfig):
 def run_support_lmm(cfg: SupportLmmConfig) -> dict[str, object]:
     """``S``, ``L_in``, ``L_mm`` (specialised solver), ``S_tilde`` and summary numbers."""
     ds = load_dataset(cfg)
-    sol = g.solve_nuclear_svm(ds.S)
-    St = g.centered_support(ds.S)
-    L_in = g.finite_logits(ds.P)
+    sol = solve_nuclear_svm(ds.S)
+    St = centered_support(ds.S)
+    L_in = finite_logits(ds.P)
     return {
         "S": ds.S.astype(np.float64),
         "L_mm": sol.L,
@@ -76,7 +90,7 @@ def run_support_lmm(cfg: SupportLmmConfig) -> dict[str, object]:
         "sv_mm": np.linalg.svd(sol.L, compute_uv=False),
         "sv_proxy": np.linalg.svd(St, compute_uv=False),
         "nuc_mm": sol.objective,
-        "nuc_proxy": g.nuclear_norm(St),
+        "nuc_proxy": nuclear_norm(St),
         "gap": sol.gap,
         "violation": sol.violation,
         "rank_mm": _rank(sol.L),
@@ -84,7 +98,7 @@ def run_support_lmm(cfg: SupportLmmConfig) -> dict[str, object]:
         "n_groups": len(ds.support_groups),
         "L_in_fro": float(np.linalg.norm(L_in)),
         "inner_in_mm": float((L_in * sol.L).sum()),
-        "dist_proxy": g.direction_distance(sol.L, St),
+        "dist_proxy": direction_distance(sol.L, St),
     }
 
 
@@ -134,19 +148,19 @@ def support_lmm_facts(cfg: SupportLmmConfig) -> dict[str, object]:
     """
     ds = load_dataset(cfg)
     S, P = ds.S, ds.P
-    sol = g.solve_nuclear_svm(S)
-    L_mm, St = sol.L, g.centered_support(S)
-    L_in = g.finite_logits(P)
-    cert = g.check_certificate(sol.G, S, L_mm)
+    sol = solve_nuclear_svm(S)
+    L_mm, St = sol.L, centered_support(S)
+    L_in = finite_logits(P)
+    cert = check_certificate(sol.G, S, L_mm)
     logodds = max(
         float(np.abs(softmax(L_in[S[:, j], j][:, None])[:, 0] - P[S[:, j], j]).max())
         for j in range(ds.m)
     )
     small = ds if ds.V * ds.m <= CVXPY_MAX_ENTRIES else subset_contexts(ds, 24)
-    ref = g.nuclear_svm_cvxpy(small.S, "SCS")
-    ours = sol if small is ds else g.solve_nuclear_svm(small.S)
-    pairs = g.same_support_pairs(S)
-    W_mm, H_mm = g.mm_embeddings(L_mm)
+    ref = nuclear_svm_cvxpy(small.S, "SCS")
+    ours = sol if small is ds else solve_nuclear_svm(small.S)
+    pairs = same_support_pairs(S)
+    W_mm, H_mm = mm_embeddings(L_mm)
     nrm = float(np.linalg.norm(L_mm))
 
     def same_cols(M: NDArray[np.float64]) -> float:
@@ -164,11 +178,11 @@ def support_lmm_facts(cfg: SupportLmmConfig) -> dict[str, object]:
         "gap": cert["gap"],
         "alignment": cert["alignment"],
         "cvx_obj_rel": abs(ref.objective / ours.objective - 1.0),
-        "cvx_dir": g.direction_distance(ref.L, ours.L),
+        "cvx_dir": direction_distance(ref.L, ours.L),
         "cvx_shape": np.array(small.S.shape),
-        "pf_mm": float(np.linalg.norm(g.project_F(L_mm, S)) / nrm),
+        "pf_mm": float(np.linalg.norm(project_F(L_mm, S)) / nrm),
         "colsum_mm": float(np.abs(L_mm.sum(axis=0)).max() / nrm),
-        "pf_in": float(np.linalg.norm(g.project_F(L_in, S) - L_in)),
+        "pf_in": float(np.linalg.norm(project_F(L_in, S) - L_in)),
         "off_in": float(np.abs(L_in[~S]).max()) if (~S).any() else 0.0,
         "logodds_in": logodds,
         "cos_in_mm": float((L_in * L_mm).sum() / max(np.linalg.norm(L_in) * nrm, 1e-300)),
@@ -176,10 +190,10 @@ def support_lmm_facts(cfg: SupportLmmConfig) -> dict[str, object]:
         "rank_proxy": _rank(St),
         "rank_mm": _rank(L_mm),
         "n_groups": len(ds.support_groups),
-        "proxy_violation": g.svm_constraint_violation(St, S),
+        "proxy_violation": svm_constraint_violation(St, S),
         "proxy_margin": float(min(margins)),
         "nuc_mm": sol.objective,
-        "nuc_proxy": g.nuclear_norm(St),
+        "nuc_proxy": nuclear_norm(St),
         "n_pairs": len(pairs),
         "same_cols_mm": same_cols(L_mm),
         "same_cols_H": same_cols(H_mm),
@@ -221,25 +235,25 @@ def run_reg_path(cfg: RegPathConfig) -> dict[str, object]:
     ds = load_dataset(cfg)
     P, pi, S = ds.P, ds.pi, ds.S
     lams = np.logspace(cfg.log10_lam_max, cfg.log10_lam_min, cfg.n_lambdas)
-    path = g.regularization_path(P, pi, lams, seed=cfg.seed)
-    L_in = g.finite_logits(P)
-    sol = g.solve_nuclear_svm(S)
-    L_mm, St = sol.L, g.centered_support(S)
-    pairs = g.same_support_pairs(S)
+    path = regularization_path(P, pi, lams, seed=cfg.seed)
+    L_in = finite_logits(P)
+    sol = solve_nuclear_svm(S)
+    L_mm, St = sol.L, centered_support(S)
+    pairs = same_support_pairs(S)
     r = _rank(L_mm)
     pf_err, d_mm, d_px, d_perp, raw, proj = [], [], [], [], [], []
     for L, W, H in zip(path["L"], path["W"], path["H"], strict=True):
-        PF = g.project_F(L, S)
+        PF = project_F(L, S)
         pf_err.append(float(np.linalg.norm(PF - L_in)))
         zero = not np.any(L)
-        d_mm.append(np.nan if zero else g.direction_distance(L, L_mm))
-        d_px.append(np.nan if zero else g.direction_distance(L, St))
-        d_perp.append(np.nan if zero else g.direction_distance(L - PF, L_mm))
+        d_mm.append(np.nan if zero else direction_distance(L, L_mm))
+        d_px.append(np.nan if zero else direction_distance(L, St))
+        d_perp.append(np.nan if zero else direction_distance(L - PF, L_mm))
         if zero or len(pairs) == 0:
             raw.append(np.full(len(pairs), np.nan))
             proj.append(np.full(len(pairs), np.nan))
         else:
-            col = g.subspace_collapse(W, H, pairs, r)
+            col = subspace_collapse(W, H, pairs, r)
             raw.append(col["raw_cos"])
             proj.append(col["proj_cos"])
     return {
@@ -256,7 +270,7 @@ def run_reg_path(cfg: RegPathConfig) -> dict[str, object]:
         "proj_cos": np.array(proj).reshape(len(lams), len(pairs)),
         "pairs": pairs.astype(np.int64),
         "nuc_mm": sol.objective,
-        "nuc_proxy": g.nuclear_norm(St),
+        "nuc_proxy": nuclear_norm(St),
         "rank_mm": r,
         "entropy": ds.entropy,
         "L_in_fro": float(np.linalg.norm(L_in)),
@@ -284,14 +298,14 @@ _PROXY_NUMBERS = ("gap", "dist", "max_off", "rank_mm", "rank_proxy", "n_groups")
 
 
 def _proxy_numbers(S: NDArray[np.bool_]) -> dict[str, float | int]:
-    sol = g.solve_nuclear_svm(S, tol=1e-10)
-    St = g.centered_support(S)
-    nuc_px = g.nuclear_norm(St)
-    cert = g.polar_certificate(S)
+    sol = solve_nuclear_svm(S, tol=1e-10)
+    St = centered_support(S)
+    nuc_px = nuclear_norm(St)
+    cert = polar_certificate(S)
     n_groups = len(np.unique(S.T, axis=0))
     values = (
         nuc_px / sol.objective - 1.0,
-        g.direction_distance(sol.L, St),
+        direction_distance(sol.L, St),
         float(cert["max_off"]),
         _rank(sol.L),
         _rank(St),
@@ -339,8 +353,8 @@ def proxy_datasets(cfg: ProxyDatasetsConfig) -> dict[str, object]:
         res.update({f"{n}_{name}": val for n, val in _proxy_numbers(ds.S).items()})
         res[f"mean_k_{name}"] = float(ds.support_sizes.mean())
     ds = load_dataset(DataConfig("synthetic", cfg.data_seed))
-    sol = g.solve_nuclear_svm(ds.S, tol=1e-10)
-    St = g.centered_support(ds.S)
+    sol = solve_nuclear_svm(ds.S, tol=1e-10)
+    St = centered_support(ds.S)
     U, s, Vt = np.linalg.svd(St, full_matrices=False)
     r = int(np.sum(s > 1e-9 * s[0]))
     res["G"] = sol.G
@@ -469,8 +483,8 @@ def dataset_facts(cfg: DatasetStatsConfig) -> dict[str, object]:
         per_sample = float(-np.mean(np.log(P[z, j])))
         res[f"colsum_err_{name}"] = float(np.abs(P.sum(axis=0) - 1.0).max())
         res[f"pi_err_{name}"] = abs(float(pi.sum()) - 1.0)
-        res[f"entropy_err_{name}"] = abs(per_sample - g.entropy(P, pi))
-        res[f"same_pairs_{name}"] = len(g.same_support_pairs(ds.S))
+        res[f"entropy_err_{name}"] = abs(per_sample - entropy(P, pi))
+        res[f"same_pairs_{name}"] = len(same_support_pairs(ds.S))
         res[f"k_min_{name}"] = int(ds.support_sizes.min())
         res[f"k_max_{name}"] = int(ds.support_sizes.max())
         res[f"largest_group_{name}"] = int(np.max(stats[f"group_sizes_{name}"]))

@@ -52,7 +52,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ntpcore import geo as g
 from ntpcore.errors import DataError
 from ntpcore.geo import train as gt
 from ntpcore.geo.corpora import (
@@ -63,7 +62,9 @@ from ntpcore.geo.corpora import (
     load_corpus,
 )
 from ntpcore.geo.data import ContextDataset, head_contexts
+from ntpcore.geo.embeddings import balanced_factors, direction_distance, mm_embeddings
 from ntpcore.geo.experiments.data import data_fingerprint, narrow
+from ntpcore.geo.logits import centered_support, finite_logits
 from ntpcore.geo.svm_scale import solve_nuclear_svm_scale
 from ntpcore.pipeline.cache import OMIT_DEFAULT, cached
 
@@ -248,7 +249,7 @@ def _svm_point(key: _SvmKey) -> dict[str, Any]:
     ds = scale_dataset(key.corpus, key.m)
     S = ds.S
     sol = solve_nuclear_svm_scale(S, tol=key.svm_tol)
-    St = g.centered_support(S)
+    St = centered_support(S)
     sv_mm = np.linalg.svd(sol.L, compute_uv=False)
     sv_px = np.linalg.svd(St, compute_uv=False)
     return {
@@ -258,7 +259,7 @@ def _svm_point(key: _SvmKey) -> dict[str, Any]:
         "nuc_mm": float(sv_mm.sum()),
         "nuc_proxy": float(sv_px.sum()),
         "nuc_excess": float(sv_px.sum() / sv_mm.sum() - 1.0),
-        "dist_proxy": g.direction_distance(sol.L, St),
+        "dist_proxy": direction_distance(sol.L, St),
         "gap": sol.gap,
         "violation": sol.violation,
         "svm_seconds": sol.seconds,
@@ -284,21 +285,21 @@ def _ufm_point(key: _UfmKey) -> dict[str, Any]:
     ds = scale_dataset(key.svm.corpus, key.svm.m)
     svm = _svm_point(key.svm)
     L_mm = np.asarray(svm["L_mm"])
-    W_mm, H_mm = g.mm_embeddings(L_mm)
+    W_mm, H_mm = mm_embeddings(L_mm)
     S = ds.S
-    St = g.centered_support(S)
-    L_in = g.finite_logits(ds.P)
+    St = centered_support(S)
+    L_in = finite_logits(ds.P)
     tcfg = gt.TrainConfig(**dataclasses.asdict(key.protocol), model="ufm")
     res = gt.train(ds, tcfg, progress=False)
     names = ("dir_mm", "dir_proxy", "corr_H", "corr_W", "corr_H_proxy", "corr_W_proxy")
     out: dict[str, list[float]] = {k: [] for k in names}
-    W_px, H_px = g.balanced_factors(St)
+    W_px, H_px = balanced_factors(St)
     for W32, H32 in zip(res["W"], res["H"], strict=True):
         W, H = np.asarray(W32, np.float64), np.asarray(H32, np.float64)
         L = W @ H
         Lc = L - L.mean(axis=0)  # the CE is blind to column shifts
-        out["dir_mm"].append(g.direction_distance(Lc - L_in, L_mm))
-        out["dir_proxy"].append(g.direction_distance(Lc - L_in, St))
+        out["dir_mm"].append(direction_distance(Lc - L_in, L_mm))
+        out["dir_proxy"].append(direction_distance(Lc - L_in, St))
         out["corr_H"].append(cosine_correlation(H.T, H_mm.T))
         out["corr_W"].append(cosine_correlation(W, W_mm))
         out["corr_H_proxy"].append(cosine_correlation(H.T, H_px.T))

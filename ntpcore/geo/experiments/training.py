@@ -32,10 +32,21 @@ from typing import Any
 
 import numpy as np
 
-from ntpcore import geo as g
 from ntpcore.errors import DataError
 from ntpcore.geo import train as gt
+from ntpcore.geo.embeddings import (
+    balanced_factors,
+    cosine_matrix,
+    direction_distance,
+    mm_embeddings,
+    offdiag_correlation,
+    same_support_pairs,
+    structural_correlation,
+    subspace_collapse,
+)
 from ntpcore.geo.experiments.data import DataConfig, data_fingerprint, load_dataset, narrow
+from ntpcore.geo.logits import centered_support, finite_logits, nuclear_norm
+from ntpcore.geo.svm import nuclear_svm
 from ntpcore.pipeline import paths
 from ntpcore.pipeline.cache import cache_key, cached, free_first
 
@@ -149,21 +160,21 @@ def convex_solution(cfg: DataConfig) -> dict[str, Any]:
 @cached
 def _convex_solution(key: _DataKey) -> dict[str, Any]:
     ds = load_dataset(key.data)
-    L_mm = g.nuclear_svm(ds.S)
-    W_mm, H_mm = g.mm_embeddings(L_mm)
-    S_tilde = g.centered_support(ds.S)
+    L_mm = nuclear_svm(ds.S)
+    W_mm, H_mm = mm_embeddings(L_mm)
+    S_tilde = centered_support(ds.S)
     return {
         "S": ds.S.astype(np.int8),
         "P": ds.P,
         "pi": ds.pi,
-        "L_in": g.finite_logits(ds.P),
+        "L_in": finite_logits(ds.P),
         "L_mm": L_mm,
         "S_tilde": S_tilde,
         "W_mm": W_mm,
         "H_mm": H_mm,
         "rank_mm": int(W_mm.shape[1]),
-        "nuc_mm": g.nuclear_norm(L_mm),
-        "nuc_S_tilde": g.nuclear_norm(S_tilde),
+        "nuc_mm": nuclear_norm(L_mm),
+        "nuc_S_tilde": nuclear_norm(S_tilde),
         "entropy": ds.entropy,
         "m": ds.m,
         "V": ds.V,
@@ -230,8 +241,8 @@ def snapshot(res: dict[str, Any], i: int) -> dict[str, np.ndarray]:
     """``cos_H`` (m, m), ``cos_W`` (V, V) and logits ``L`` (V, m) at record ``i``."""
     W, H = np.asarray(res["W"][i], np.float64), np.asarray(res["H"][i], np.float64)
     return {
-        "cos_H": g.cosine_matrix(H.T),
-        "cos_W": g.cosine_matrix(W),
+        "cos_H": cosine_matrix(H.T),
+        "cos_W": cosine_matrix(W),
         "L": _snapshot_logits(res, i),
     }
 
@@ -269,9 +280,9 @@ def _run_metrics(key: _RunKey) -> dict[str, Any]:
     res = train_run(cfg)
     cvx = convex_solution(cfg.data)
     L_in, L_mm, S_t = cvx["L_in"], cvx["L_mm"], cvx["S_tilde"]
-    cos_Hmm = g.cosine_matrix(cvx["H_mm"].T)
-    cos_Wmm = g.cosine_matrix(cvx["W_mm"])
-    pairs = g.same_support_pairs(cvx["S"].astype(bool))
+    cos_Hmm = cosine_matrix(cvx["H_mm"].T)
+    cos_Wmm = cosine_matrix(cvx["W_mm"])
+    pairs = same_support_pairs(cvx["S"].astype(bool))
     keys = (
         "sc_H",
         "sc_W",
@@ -289,20 +300,20 @@ def _run_metrics(key: _RunKey) -> dict[str, Any]:
         W = np.asarray(res["W"][i], np.float64)
         H = np.asarray(res["H"][i], np.float64)
         L = _snapshot_logits(res, i)
-        cos_H, cos_W = g.cosine_matrix(H.T), g.cosine_matrix(W)
-        out["sc_H"].append(g.structural_correlation(cos_H, cos_Hmm))
-        out["sc_W"].append(g.structural_correlation(cos_W, cos_Wmm))
+        cos_H, cos_W = cosine_matrix(H.T), cosine_matrix(W)
+        out["sc_H"].append(structural_correlation(cos_H, cos_Hmm))
+        out["sc_W"].append(structural_correlation(cos_W, cos_Wmm))
         out["sc_W_centered"].append(
-            g.structural_correlation(g.cosine_matrix(W - W.mean(axis=0)), cos_Wmm)
+            structural_correlation(cosine_matrix(W - W.mean(axis=0)), cos_Wmm)
         )
-        out["od_H"].append(g.offdiag_correlation(cos_H, cos_Hmm) if cvx["m"] >= 3 else np.nan)
-        out["od_W"].append(g.offdiag_correlation(cos_W, cos_Wmm))
-        out["dir_Lmm"].append(g.direction_distance(L - L_in, L_mm))
+        out["od_H"].append(offdiag_correlation(cos_H, cos_Hmm) if cvx["m"] >= 3 else np.nan)
+        out["od_W"].append(offdiag_correlation(cos_W, cos_Wmm))
+        out["dir_Lmm"].append(direction_distance(L - L_in, L_mm))
         Lc = L - L.mean(axis=0)
-        out["dir_Lmm_centered"].append(g.direction_distance(Lc - L_in, L_mm))
-        out["dir_S_tilde"].append(g.direction_distance(Lc - L_in, S_t))
+        out["dir_Lmm_centered"].append(direction_distance(Lc - L_in, L_mm))
+        out["dir_S_tilde"].append(direction_distance(Lc - L_in, S_t))
         if len(pairs):
-            col = g.subspace_collapse(W, H, pairs, cvx["rank_mm"])
+            col = subspace_collapse(W, H, pairs, cvx["rank_mm"])
             out["collapse_raw"].append(float(col["raw_cos"].mean()))
             out["collapse_proj"].append(float(col["proj_cos"].mean()))
         else:
@@ -334,18 +345,18 @@ def final_geometry(cfg: TrainSetup) -> dict[str, dict[str, np.ndarray]]:
     results = train_runs([cfg.run(model) for model in cfg.models])
     for model, res in zip(cfg.models, results, strict=True):
         out[model] = {
-            "cos_H": g.cosine_matrix(res["H_final"].T),
-            "cos_W": g.cosine_matrix(res["W_final"]),
+            "cos_H": cosine_matrix(res["H_final"].T),
+            "cos_W": cosine_matrix(res["W_final"]),
             "L": final_logits(res),
         }
-    W_t, H_t = g.balanced_factors(cvx["S_tilde"])
+    W_t, H_t = balanced_factors(cvx["S_tilde"])
     for name, L, W, H in (
         ("mm", cvx["L_mm"], cvx["W_mm"], cvx["H_mm"]),
         ("S_tilde", cvx["S_tilde"], W_t, H_t),
     ):
         out[name] = {
-            "cos_H": g.cosine_matrix(H.T),
-            "cos_W": g.cosine_matrix(W),
+            "cos_H": cosine_matrix(H.T),
+            "cos_W": cosine_matrix(W),
             "L": L / np.linalg.norm(L),
         }
     return out

@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 
 from ntpcore.pipeline import golden, images, reproducibility  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
 
 
 def _plot(path: Path, *, shift: float = 0.0, labels=("GD", "Adam")) -> Path:

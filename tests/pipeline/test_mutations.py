@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 from ntpcore.pipeline import mutations, sourcedata  # noqa: E402
 from ntpcore.pipeline.registry import load_registry  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
 
 K = np.arange(0, 11, dtype=float)
 

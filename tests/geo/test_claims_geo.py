@@ -1,8 +1,8 @@
 """The claims ledger of the geometry paper's notebooks fails loudly when the mathematics breaks.
 
 A ``sitecustomize.py`` on the kernel's path scales the solution of the nuclear-norm NTP-SVM
-returned by ``ntpcore.geo.solve_nuclear_svm`` by 1.01 (the function the experiments of
-``geo-support-lmm`` look up on the ``ntpcore.geo`` face).  The scaled matrix is still
+returned by ``ntpcore.geo.svm.solve_nuclear_svm`` by 1.01 (where it is defined, so the
+experiments of ``geo-support-lmm``, imported later, bind the scaled function).  The scaled matrix is still
 feasible, but it is no longer optimal: its nuclear norm exceeds the dual bound of its
 certificate by 1% [geo, nuclear-norm NTP-SVM, dual].  The quick run of the figure must fail,
 naming the claim ``duality-gap``, and publish nothing; the claims about :math:`L^{in}`,
@@ -14,9 +14,9 @@ from __future__ import annotations
 SABOTAGE = """\
 import dataclasses
 
-import ntpcore.geo as _geo
+import ntpcore.geo.svm as _svm
 
-_original = _geo.solve_nuclear_svm
+_original = _svm.solve_nuclear_svm
 
 
 def _scaled(*args, **kwargs):
@@ -24,7 +24,7 @@ def _scaled(*args, **kwargs):
     return dataclasses.replace(res, L=1.01 * res.L, objective=1.01 * res.objective)
 
 
-_geo.solve_nuclear_svm = _scaled
+_svm.solve_nuclear_svm = _scaled
 """
 
 

@@ -12,7 +12,7 @@ from ntpcore.geo import train as gt
 from ntpcore.geo.data import subset_contexts
 from ntpcore.geo.experiments import convex as cx
 from ntpcore.geo.experiments import training as ex
-from ntpcore.geo.experiments.data import DataConfig, load_dataset
+from ntpcore.geo.experiments.datasets import DataConfig, load_dataset
 from ntpcore.geo.synthetic import synthetic_dataset
 
 TINY = {"n_epochs": 30, "lr": 1e-3, "lr_milestones": (20,), "n_records": 6, "d": 16}
@@ -37,15 +37,15 @@ def test_subset_keeps_whole_groups_in_order() -> None:
 
 
 def test_configs_validate_and_share_runs() -> None:
-    setup = ex.TrainSetup(models=("ufm", "lstm"), **TINY)
+    setup = ex.ModelsConfig(models=("ufm", "lstm"), **TINY)
     run = setup.run("lstm")
     assert isinstance(run, ex.RunConfig) and run.model == "lstm" and run.n_epochs == 30
     evo = ex.EvolutionConfig(model="lstm", **TINY, snapshot_epochs=(0, 10))
     assert ex.as_run(evo) == run  # figure configs share the training run
     with pytest.raises(DataError):
-        ex.TrainSetup(dataset="tinystories")
+        ex.ModelsConfig(dataset="tinystories")
     with pytest.raises(DataError):
-        ex.TrainSetup(models=("gpt",))
+        ex.ModelsConfig(models=("gpt",))
     with pytest.raises(DataError):
         ex.LabelledConfig(which="both")
 
@@ -57,17 +57,17 @@ def test_protocol_is_declared_once() -> None:
     for cls, own in (
         (gt.TrainConfig, {"model", "tf_layers", "tf_heads", "lstm_layers", "lstm_bias", "dtype"}),
         (ex.RunConfig, data | {"model"}),
-        (ex.TrainSetup, data | {"models"}),
+        (ex.ModelsConfig, data | {"models"}),
         (ex.EvolutionConfig, data | {"model", "snapshot_epochs"}),
         (ex.LabelledConfig, data | {"model", "which"}),
     ):
         assert issubclass(cls, gt.TrainProtocol)
         assert {f.name for f in dataclasses.fields(cls)} == protocol | own, cls
     # the protocol's validation runs in every configuration built on it
-    for cls in (gt.TrainConfig, ex.RunConfig, ex.TrainSetup):
+    for cls in (gt.TrainConfig, ex.RunConfig, ex.ModelsConfig):
         with pytest.raises(DataError):
             cls(lr=0.0)
-    run = ex.TrainSetup(models=("transformer",), **TINY).run("transformer")
+    run = ex.ModelsConfig(models=("transformer",), **TINY).run("transformer")
     tc = run.train_config()
     assert all(getattr(tc, k) == getattr(run, k) for k in protocol)
     assert tc.model == "transformer" and tc.lr_milestones == (20,)
@@ -112,13 +112,13 @@ def test_train_run_is_cached_and_metrics_are_sane(cache) -> None:
 
 
 def test_figure_helpers(cache) -> None:
-    setup = ex.TrainSetup(models=("ufm",), **TINY)
+    setup = ex.ModelsConfig(models=("ufm",), **TINY)
     geo = ex.final_geometry(setup)
     assert set(geo) == {"ufm", "mm", "S_tilde"}
     m, V = geo["mm"]["cos_H"].shape[0], geo["mm"]["cos_W"].shape[0]
     assert geo["ufm"]["L"].shape == (V, m)
     np.testing.assert_allclose(np.diag(geo["ufm"]["cos_H"]), 1.0)
-    res = ex.trained(setup.run("ufm"))
+    res = ex.train_run(setup.run("ufm"))
     idx = ex.nearest_records(res, (0, 10, 30))
     assert res["epoch"][idx].tolist() == [0, 10, 30]
     assert ex.snapshot(res, idx[-1])["L"].shape == (V, m)

@@ -185,7 +185,7 @@ MUTATIONS = [
         ("geo-datasets",),
         """
         import ntpcore.geo.experiments.convex as _convex
-        import ntpcore.geo.experiments.data as _expdata
+        import ntpcore.geo.experiments.datasets as _expdata
         import ntpcore.geo.synthetic as _synth
 
         _orig = _synth.synthetic_dataset

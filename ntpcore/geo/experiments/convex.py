@@ -43,7 +43,7 @@ from ntpcore.geo.embeddings import (
     same_support_pairs,
     subspace_collapse,
 )
-from ntpcore.geo.experiments.data import DATASETS, DataConfig, load_dataset
+from ntpcore.geo.experiments.datasets import DATASETS, DataConfig, load_dataset
 from ntpcore.geo.logits import centered_support, finite_logits, nuclear_norm
 from ntpcore.geo.regpath import regularization_path
 from ntpcore.geo.svm import (

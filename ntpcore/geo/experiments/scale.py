@@ -63,7 +63,7 @@ from ntpcore.geo.corpora import (
 )
 from ntpcore.geo.data import ContextDataset, head_contexts
 from ntpcore.geo.embeddings import balanced_factors, direction_distance, mm_embeddings
-from ntpcore.geo.experiments.data import data_fingerprint, narrow
+from ntpcore.geo.experiments.datasets import data_fingerprint, narrow
 from ntpcore.geo.logits import centered_support, finite_logits
 from ntpcore.geo.svm_scale import solve_nuclear_svm_scale
 from ntpcore.pipeline.cache import OMIT_DEFAULT, cached

@@ -7,7 +7,7 @@ with :math:`L^{mm}`, so that the embeddings take the geometry of the balanced fa
 :math:`W^{mm}`, :math:`H^{mm}` of :math:`L^{mm}` (book: ``geo-thm-path``,
 ``geo-def-collapse``).
 
-The notebooks build a :class:`TrainSetup` (or a subclass adding a few figure-specific
+The notebooks build a :class:`ModelsConfig` (or a subclass adding a few figure-specific
 fields) from their parameters -- the field names are the notebook's parameter names; the
 training protocol is declared once in :class:`ntpcore.geo.train.TrainProtocol` -- and
 call the functions below.  Everything expensive goes through
@@ -16,11 +16,11 @@ call the functions below.  Everything expensive goes through
 * :func:`train_run` -- one model trained on one dataset (:class:`RunConfig`); interrupted
   runs resume from a checkpoint under ``<cache>/geo_train_checkpoints/``;
 * :func:`convex_solution` -- :math:`L^{in}`, :math:`L^{mm}`, :math:`\tilde S` and the
-  predicted embeddings of a dataset (:class:`~ntpcore.geo.experiments.data.DataConfig`);
+  predicted embeddings of a dataset (:class:`~ntpcore.geo.experiments.datasets.DataConfig`);
 * :func:`run_metrics` -- the geometry metrics of [geo, Fig. 2] at every recorded epoch.
 
 Cache keys hold the configuration and a fingerprint of the dataset
-(:func:`~ntpcore.geo.experiments.data.data_fingerprint`), so a change of the data
+(:func:`~ntpcore.geo.experiments.datasets.data_fingerprint`), so a change of the data
 generators never serves stale runs.
 """
 
@@ -44,7 +44,7 @@ from ntpcore.geo.embeddings import (
     structural_correlation,
     subspace_collapse,
 )
-from ntpcore.geo.experiments.data import DataConfig, data_fingerprint, load_dataset, narrow
+from ntpcore.geo.experiments.datasets import DataConfig, data_fingerprint, load_dataset, narrow
 from ntpcore.geo.logits import centered_support, finite_logits, nuclear_norm
 from ntpcore.geo.svm import nuclear_svm
 from ntpcore.pipeline import paths
@@ -82,7 +82,7 @@ class RunConfig(gt.TrainProtocol, DataConfig):
 
 
 @dataclass(frozen=True)
-class TrainSetup(gt.TrainProtocol, DataConfig):
+class ModelsConfig(gt.TrainProtocol, DataConfig):
     """Parameters shared by the training notebooks: a dataset, the protocol, the models."""
 
     models: tuple[str, ...] = ("ufm", "transformer", "lstm")  # models to train
@@ -218,9 +218,6 @@ def _train_run(key: _RunKey) -> dict[str, Any]:
     return gt.train(ds, cfg.train_config(), checkpoint=ckpt)
 
 
-trained = train_run  # the name the notebooks use for one-model figures
-
-
 def train_runs(runs: list[RunConfig]) -> list[dict[str, Any]]:
     """:func:`train_run` of each of ``runs``, in their order.
 
@@ -324,7 +321,7 @@ def _run_metrics(key: _RunKey) -> dict[str, Any]:
     return result
 
 
-def training_curves(cfg: TrainSetup) -> dict[str, dict[str, Any]]:
+def training_curves(cfg: ModelsConfig) -> dict[str, dict[str, Any]]:
     """Recorded training metrics and geometry metrics of every model of ``cfg``."""
     runs = [cfg.run(model) for model in cfg.models]
     results = train_runs(runs)
@@ -334,7 +331,7 @@ def training_curves(cfg: TrainSetup) -> dict[str, dict[str, Any]]:
     }
 
 
-def final_geometry(cfg: TrainSetup) -> dict[str, dict[str, np.ndarray]]:
+def final_geometry(cfg: ModelsConfig) -> dict[str, dict[str, np.ndarray]]:
     """Final cosine matrices and logits of each model, and of ``L^mm`` and ``S~``.
 
     Keys: the model names, ``"mm"`` and ``"S_tilde"``; values hold ``cos_H`` (m, m),

@@ -2,11 +2,11 @@
 
 A ``sitecustomize.py`` on the kernel's path scales the solution of the nuclear-norm NTP-SVM
 returned by ``ntpcore.geo.svm.solve_nuclear_svm`` by 1.01 (where it is defined, so the
-experiments of ``geo-support-lmm``, imported later, bind the scaled function).  The scaled matrix is still
-feasible, but it is no longer optimal: its nuclear norm exceeds the dual bound of its
-certificate by 1% [geo, nuclear-norm NTP-SVM, dual].  The quick run of the figure must fail,
-naming the claim ``duality-gap``, and publish nothing; the claims about :math:`L^{in}`,
-which do not involve the solver, still hold.
+experiments of ``geo-support-lmm``, imported later, bind the scaled function). The scaled
+matrix is still feasible, but it is no longer optimal: its nuclear norm exceeds the dual
+bound of its certificate by 1% [geo, nuclear-norm NTP-SVM, dual]. The quick run of the
+figure must fail, naming the claim ``duality-gap``, and publish nothing; the claims about
+:math:`L^{in}`, which do not involve the solver, still hold.
 """
 
 from __future__ import annotations

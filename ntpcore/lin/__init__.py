@@ -15,7 +15,8 @@ This module is the paper's public face; the mathematics lives in
 * :mod:`ntpcore.lin.separability`  NTP-separability (Def. 2) by an LP
 * :mod:`ntpcore.lin.svm_problem`  the NTP-SVM program (Def. 3): margins, the post-check
 * :mod:`ntpcore.lin.svm`       its solver dispatch; its solvers in
-  :mod:`ntpcore.lin.svm_reference` (cvxpy) and :mod:`ntpcore.lin.dual` (dual QP)
+  :mod:`ntpcore.lin.svm_reference` (cvxpy), :mod:`ntpcore.lin.dual` (dual QP,
+  projected Newton) and :mod:`ntpcore.lin.dual_cd` (dual QP, coordinate descent)
 * :mod:`ntpcore.lin.regpath`   the regularization path (eq. 8, Theorem 1)
 * :mod:`ntpcore.lin.training`  GD / NGD / Adam and the metrics of Theorem 2
 """

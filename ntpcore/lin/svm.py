@@ -18,7 +18,7 @@ Solvers (:func:`ntp_svm_solve` picks one):
 
 * ``"cvxpy"`` -- the program verbatim (:mod:`ntpcore.lin.svm_reference`);
 * ``"dual"`` and ``"dual-cd"`` -- the dual in C, by projected Newton (full-column-rank H)
-  or by block-coordinate descent (any H) (:mod:`ntpcore.lin.dual`).
+  or by block-coordinate descent (any H) (:mod:`ntpcore.lin.dual`, :mod:`ntpcore.lin.dual_cd`).
 
 Every solver's answer passes the same post-check
 (:func:`ntpcore.lin.svm_problem.svm_result`): min margin
@@ -35,7 +35,8 @@ from numpy.typing import ArrayLike, NDArray
 from ntpcore.core.logits import support_of
 from ntpcore.errors import ParameterError, SolverError
 from ntpcore.lin.data import check_embeddings_probs
-from ntpcore.lin.dual import svm_dual, svm_dual_cd
+from ntpcore.lin.dual import svm_dual
+from ntpcore.lin.dual_cd import svm_dual_cd
 from ntpcore.lin.svm_problem import SVMResult, check_svm_data
 from ntpcore.lin.svm_reference import svm_cvxpy
 

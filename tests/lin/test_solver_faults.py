@@ -21,7 +21,8 @@ import pytest
 import ntpcore.lin.svm as svm_mod
 from ntpcore import lin
 from ntpcore.errors import SolverError
-from ntpcore.lin.dual import svm_dual, svm_dual_cd
+from ntpcore.lin.dual import svm_dual
+from ntpcore.lin.dual_cd import svm_dual_cd
 from ntpcore.lin.svm_problem import CHECK_TOL
 from ntpcore.lin.svm_reference import svm_cvxpy
 

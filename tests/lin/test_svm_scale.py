@@ -12,7 +12,8 @@ import pytest
 
 from ntpcore import lin
 from ntpcore.errors import InfeasibleError
-from ntpcore.lin.dual import project_column, svm_dual, svm_dual_cd
+from ntpcore.lin.dual import svm_dual
+from ntpcore.lin.dual_cd import project_column, svm_dual_cd
 from ntpcore.lin.separability import infeasibility_bound, separability_lp
 from ntpcore.lin.svm_reference import svm_cvxpy
 

@@ -7,8 +7,8 @@ its margins and the post-check every solver's answer passes.
     (e_{z_j} - e_v)^\top W\bar h_j \ge 1\ (v\notin\mathcal S_j)
 
 in anchor form (:math:`z_j` = smallest in-support token).  The solvers
-(:mod:`ntpcore.lin.dual`, :mod:`ntpcore.lin.dual_cd`, :mod:`ntpcore.lin.svm_reference`) and their dispatch
-(:mod:`ntpcore.lin.svm`) build on this module; it imports none of them.
+(:mod:`ntpcore.lin.dual`, :mod:`ntpcore.lin.dual_cd`, :mod:`ntpcore.lin.svm_reference`) and
+their dispatch (:mod:`ntpcore.lin.svm`) build on this module; it imports none of them.
 """
 
 from __future__ import annotations

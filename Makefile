@@ -97,7 +97,7 @@ golden: $(STAMP)
 	mkdir -p $(TEST_OUT)
 	NTP_FIGURE_DIR=$(TEST_OUT)/figures NTP_EXECUTED_DIR=$(TEST_OUT)/executed \
 	  $(PY) -m ntpcore.reproduce --profile quick --jobs $(JOBS)
-	$(PY) -m ntpcore.pipeline.golden update $(TEST_OUT)/executed --figures $(TEST_OUT)/figures \
+	$(PY) -m ntpcore.pipeline.golden_update update $(TEST_OUT)/executed --figures $(TEST_OUT)/figures \
 	  $${REASON:+--reason "$$REASON"}
 
 # The quick profile under several floating-point configurations, each from an empty cache:

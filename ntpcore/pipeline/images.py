@@ -8,7 +8,7 @@ calculate_rms`, 0-255 per channel).  The figures are drawn with the project's fi
 ``tests/golden/images/<fig_id>.png`` holds the baselines (made by the quick profile on the
 machine that last updated them) and ``tests/golden/images.yml`` each figure's tolerance: the
 largest RMS difference measured between the floating-point configurations of ``make
-reproducibility`` times :data:`ntpcore.pipeline.golden.SAFETY`, and at least :data:`FLOOR`.
+reproducibility`` times :data:`ntpcore.pipeline.printed.SAFETY`, and at least :data:`FLOOR`.
 A figure beyond its tolerance fails with a diff image (``<figure dir>/image-diffs/``);
 ``make golden`` updates the baselines and says which figures moved and by how much.
 """
@@ -122,7 +122,7 @@ def check(figures: Path, *, write_diffs: bool = True) -> list[ImageResult]:
 
 def update(figures: Path) -> tuple[list[ImageResult], list[str]]:
     """Copy the figures in ``figures`` over the baselines; returns what was compared and the
-    figures that changed (for :func:`ntpcore.pipeline.golden.update`'s log)."""
+    figures that changed (for :func:`ntpcore.pipeline.golden_update.update`'s log)."""
     results = check(figures, write_diffs=False)
     BASELINE_DIR.mkdir(parents=True, exist_ok=True)
     changed = []

@@ -26,7 +26,7 @@ report.json``:
 
 * ``printed``: every number the tagged cells print (:mod:`ntpcore.pipeline.golden`), its value
   in each configuration, its spread (max - min) and its golden tolerance; numbers whose
-  spread exceeds their tolerance are listed as suggestions (``golden tolerances`` applies
+  spread exceeds their tolerance are listed as suggestions (``golden_update tolerances`` applies
   them, for review);
 * ``claims``: every claim's measured value at full precision, its relative spread and the
   number of decimal digits that agree across the configurations;
@@ -55,7 +55,7 @@ from pathlib import Path
 import nbformat
 
 from ntpcore.core.io import write_text_atomic
-from ntpcore.pipeline import golden, images, paths, provenance
+from ntpcore.pipeline import golden, golden_update, images, paths, printed, provenance
 
 __all__ = ["CONFIGS", "Config", "REPORT", "RUNS", "collect", "main", "probe", "run_config"]
 
@@ -211,17 +211,17 @@ def run_config(cfg: Config, *, jobs: int, only: list[str] | None = None) -> Path
 
 
 # ------------------------------------------------------------------------- collecting
-def _printed(executed: Path) -> dict[str, tuple[str, golden.Number, str]]:
+def _printed(executed: Path) -> dict[str, tuple[str, printed.Number, str]]:
     """Every printed number of the tagged cells: key -> (words of its line, number, where)."""
     out = {}
     for nb_path in sorted(executed.glob("*.ipynb")):
         fig = nb_path.stem
         for k, text in enumerate(golden.extract(nbformat.read(nb_path, as_version=4)), 1):
             for j, line in enumerate(text.splitlines(), 1):
-                tok = golden.tokenize(line)
+                tok = printed.tokenize(line)
                 where = f"cell {k}, line {j}" + (f" ({tok.claim})" if tok.claim else "")
                 for i, num in enumerate(tok.numbers):
-                    out[golden.number_key(fig, k, j, i)] = (tok.words, num, where)
+                    out[golden_update.number_key(fig, k, j, i)] = (tok.words, num, where)
     return out
 
 
@@ -264,8 +264,8 @@ def _golden_tols(golden_dir: Path) -> dict[str, float | None]:
     for path in golden_dir.glob("*.txt"):
         for k, text in enumerate(golden.parse(path.read_text(encoding="utf-8")), 1):
             for j, line in enumerate(text.splitlines(), 1):
-                for i, num in enumerate(golden.parse_golden_line(line).numbers):
-                    tols[golden.number_key(path.stem, k, j, i)] = num.tol
+                for i, num in enumerate(printed.parse_golden_line(line).numbers):
+                    tols[golden_update.number_key(path.stem, k, j, i)] = num.tol
     return tols
 
 
@@ -326,7 +326,7 @@ def collect(names: list[str], golden_dir: Path = golden.GOLDEN_DIR) -> Collected
         try:
             cmps = golden.check(d / "executed", golden_dir)
             diffs = [x.describe() for c in cmps for x in c.differences]
-        except golden.GoldenError as exc:
+        except printed.GoldenError as exc:
             cmps, diffs = [], [str(exc)]
         img = images.check(d / "figures", write_diffs=False)
         out.checks[name] = {
@@ -348,12 +348,12 @@ def suggestions(col: Collected) -> list[str]:
         if spread is None or spread == 0:
             continue
         tol = row["tol"]
-        if tol is None or tol < golden.SAFETY * spread * (1 - 1e-6):  # not float noise
+        if tol is None or tol < printed.SAFETY * spread * (1 - 1e-6):  # not float noise
             out.append(
                 f"{key} ({row['where']}): spread {spread:.3g} over "
                 f"{len(row['values'])} configurations, tolerance "
                 f"{'exact' if tol is None else f'{tol:.3g}'}; suggested "
-                f"{max(golden.SAFETY * spread, row['floor']):.3g}"
+                f"{max(printed.SAFETY * spread, row['floor']):.3g}"
             )
     return out
 
@@ -372,7 +372,7 @@ def write_report(col: Collected, path: Path = REPORT) -> Path:
             "cpus": os.cpu_count(),
         },
         "profile": "quick",
-        "safety": golden.SAFETY,
+        "safety": printed.SAFETY,
         "configs": col.configs,
         "printed": col.printed,
         "claims": col.claims,
@@ -462,11 +462,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     sugg = suggestions(col)
     if sugg:
-        print(f"{len(sugg)} tolerance(s) do not cover {golden.SAFETY:g} x the measured spread:")
+        print(f"{len(sugg)} tolerance(s) do not cover {printed.SAFETY:g} x the measured spread:")
         for line in sugg:
             print(f"  {line}")
         print(
-            "  review, then: python -m ntpcore.pipeline.golden tolerances "
+            "  review, then: python -m ntpcore.pipeline.golden_update tolerances "
             f"{path.relative_to(paths.ROOT) if path.is_relative_to(paths.ROOT) else path} "
             "--reason '...'"
         )

@@ -253,10 +253,10 @@ def test_a_claim_whose_line_cannot_be_read_back_is_refused(figdir):
 
 
 def test_every_golden_claim_line_has_its_markdown():
-    from ntpcore.pipeline import golden
+    from ntpcore.pipeline import golden, printed
 
     lines = [
-        golden.plain(x)
+        printed.plain(x)
         for path in sorted(golden.GOLDEN_DIR.glob("*.txt"))
         for x in path.read_text(encoding="utf-8").splitlines()
         if x.split(" ", 1)[0] in ("PASS", "FAIL", "SKIP", "CHECK")

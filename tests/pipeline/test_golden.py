@@ -14,7 +14,7 @@ import sys
 import nbformat
 import pytest
 
-from ntpcore.pipeline import golden, paths
+from ntpcore.pipeline import golden, golden_update, paths, printed
 
 CLAIM = (
     "PASS lin-x:ratio: Adam ends with a smaller CE than GD (ratio) [lin, App. A.2, Fig. 5]: "
@@ -50,7 +50,7 @@ def _executed(path, lines: list[str]):
 
 # ------------------------------------------------------------------------ tokenizing
 def test_a_claim_line_measures_only_its_value_and_a_known_deviation():
-    line = golden.tokenize(
+    line = printed.tokenize(
         CLAIM.format(v="0.0175") + " [known deviation (band in [0.0, 0.25]): up to 7.2% here]"
     )
     assert line.claim == "lin-x:ratio"
@@ -66,12 +66,12 @@ def test_a_claim_line_measures_only_its_value_and_a_known_deviation():
 
 
 def test_a_claim_value_printed_without_trailing_zeros_keeps_three_significant_digits():
-    (value,) = [n for n in golden.tokenize(CLAIM.format(v="11")).numbers if n.measured]
+    (value,) = [n for n in printed.tokenize(CLAIM.format(v="11")).numbers if n.measured]
     assert value.floor == pytest.approx(0.1)
 
 
 def test_counts_are_exact_and_floats_are_measured_in_other_lines():
-    line = golden.tokenize("k =  4: S~ = L_mm in  0/3 trials, median excess 7e-03, v2-s1")
+    line = printed.tokenize("k =  4: S~ = L_mm in  0/3 trials, median excess 7e-03, v2-s1")
     assert [(n.text, n.measured) for n in line.numbers] == [
         ("4", False),
         ("0", False),
@@ -98,9 +98,9 @@ def test_a_number_within_its_tolerance_passes_and_beyond_it_fails():
 
 def test_a_rounding_flip_in_the_last_digit_is_within_the_floor():
     line = CLAIM.format(v="0.0176")
-    r = golden.tokenize(line)
-    tol = golden.suggest_tolerance(r.numbers[1], None)
-    gold = _golden_cell(CLAIM.format(v=f"⟦0.0175 ± {golden._fmt_tol(tol)}⟧"))
+    r = printed.tokenize(line)
+    tol = printed.suggest_tolerance(r.numbers[1], None)
+    gold = _golden_cell(CLAIM.format(v=f"⟦0.0175 ± {printed.fmt_tol(tol)}⟧"))
     assert golden.compare("lin-x", gold, _golden_cell(line)).ok
 
 
@@ -121,7 +121,7 @@ def test_the_real_goldens_catch_a_move_beyond_tolerance_and_pass_one_within_the_
     texts = golden.read_golden("lin-ngd-adam")
     lines = texts[0].splitlines()
     marked = [
-        (j, g) for j, x in enumerate(lines) for g in [golden.parse_golden_line(x)] if g.numbers
+        (j, g) for j, x in enumerate(lines) for g in [printed.parse_golden_line(x)] if g.numbers
     ]
     measured = [(j, i, n) for j, g in marked for i, n in enumerate(g.numbers) if n.tol]
     assert measured, "the golden file of lin-ngd-adam has measured numbers"
@@ -129,7 +129,7 @@ def test_the_real_goldens_catch_a_move_beyond_tolerance_and_pass_one_within_the_
     def moved(j0: int, i0: int, factor: float) -> list[str]:
         out = []
         for j, x in enumerate(lines):
-            nums = golden.parse_golden_line(x).numbers
+            nums = printed.parse_golden_line(x).numbers
             it = iter(range(len(nums)))
 
             def sub(m, j=j, nums=nums, it=it):
@@ -139,11 +139,11 @@ def test_the_real_goldens_catch_a_move_beyond_tolerance_and_pass_one_within_the_
                     return repr(n.value + factor * n.tol)
                 return n.text
 
-            out.append(golden._NUMBER.sub(sub, golden.plain(x)))
+            out.append(printed.NUMBER.sub(sub, printed.plain(x)))
         return ["\n".join(out) + "\n"]
 
     for j, i, n in measured:
-        assert golden.compare("lin-ngd-adam", texts, moved(j, i, 1 / golden.SAFETY)).ok
+        assert golden.compare("lin-ngd-adam", texts, moved(j, i, 1 / printed.SAFETY)).ok
         bad = golden.compare("lin-ngd-adam", texts, moved(j, i, 1.5))
         assert [d.kind for d in bad.differences] == ["number"], (j, i, n)
 
@@ -154,23 +154,23 @@ def test_update_refuses_a_move_beyond_tolerance_without_a_reason(tmp_path, capsy
     executed.mkdir()
     gdir.mkdir()
     _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0175"), "final 0.961"])
-    with pytest.raises(golden.GoldenError, match="new figure"):
-        golden.update(executed, gdir)
-    golden.update(executed, gdir, reason="first golden")
+    with pytest.raises(printed.GoldenError, match="new figure"):
+        golden_update.update(executed, gdir)
+    golden_update.update(executed, gdir, reason="first golden")
     text = (gdir / "lin-x.txt").read_text()
     assert "ours ⟦0.0175 ± 0.0001⟧ (≤ 1)" in text and "final ⟦0.961 ± 0.001⟧" in text
     # within tolerance: written without a reason, and said
     _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0176"), "final 0.961"])
-    res = golden.update(executed, gdir)
+    res = golden_update.update(executed, gdir)
     assert res.moved and "0.0175 -> 0.0176" in res.moved[0] and not res.changes
     # beyond: refused, nothing written, the move named
     _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0190"), "final 0.961"])
     before = (gdir / "lin-x.txt").read_text()
-    with pytest.raises(golden.GoldenError, match="1 change"):
-        golden.update(executed, gdir)
+    with pytest.raises(printed.GoldenError, match="1 change"):
+        golden_update.update(executed, gdir)
     assert (gdir / "lin-x.txt").read_text() == before
-    golden.update(executed, gdir, reason="Adam's step size changed")
-    log = (gdir / golden.CHANGES).read_text()
+    golden_update.update(executed, gdir, reason="Adam's step size changed")
+    log = (gdir / golden_update.CHANGES).read_text()
     assert "Reason: Adam's step size changed" in log and "0.0176 -> 0.019" in log
 
 
@@ -179,9 +179,9 @@ def test_make_golden_exits_non_zero_and_names_what_moved(tmp_path, capsys):
     executed.mkdir()
     gdir.mkdir()
     _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0175")])
-    golden.update(executed, gdir, reason="first")
+    golden_update.update(executed, gdir, reason="first")
     _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0200")])
-    assert golden.main(["--golden-dir", str(gdir), "update", str(executed)]) == 1
+    assert golden_update.main(["--golden-dir", str(gdir), "update", str(executed)]) == 1
     out = capsys.readouterr()
     assert "BEYOND lin-x, cell 1, line 1 (lin-x:ratio): 0.0175 -> 0.0200" in out.out
     assert "make golden REASON=" in out.err
@@ -192,13 +192,13 @@ def test_tolerances_come_from_a_reproducibility_report(tmp_path):
     executed.mkdir()
     gdir.mkdir()
     _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0175"), "k = 3, final 0.961"])
-    golden.update(executed, gdir, reason="first")
+    golden_update.update(executed, gdir, reason="first")
     report = tmp_path / "report.json"
     report.write_text(
         '{"printed": {"lin-x/1/1/1": {"spread": 0.0002}, "lin-x/1/2/0": {"spread": 1.0},'
         ' "lin-x/1/2/1": {"spread": 0.0}}}'
     )
-    changed = golden.apply_tolerances(report, gdir, reason="measured")
+    changed = golden_update.apply_tolerances(report, gdir, reason="measured")
     text = (gdir / "lin-x.txt").read_text()
     assert "ours ⟦0.0175 ± 0.0006⟧" in text  # 3 x 2e-4
     assert "k = ⟦3 ± 3⟧, final ⟦0.961 ± 0.001⟧" in text  # a count that moved gets one too
@@ -233,7 +233,7 @@ def test_nbval_compares_the_words_and_leaves_the_numbers_to_the_golden_check(tmp
     executed, gdir = tmp_path / "executed", tmp_path / "golden"
     executed.mkdir()
     _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0175")])
-    golden.update(executed, gdir, reason="first")
+    golden_update.update(executed, gdir, reason="first")
     # a number that moved: nbval passes (masked), the golden check fails
     _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0200")])
     golden.inject_all(executed, tmp_path / "moved", gdir)
@@ -312,13 +312,13 @@ def test_a_figure_without_golden_outputs_is_an_error(tmp_path):
     executed = tmp_path / "executed"
     executed.mkdir()
     _executed(executed / "lin-x.ipynb", ["key 0.5"])
-    with pytest.raises(golden.GoldenError, match="no golden outputs for lin-x"):
+    with pytest.raises(printed.GoldenError, match="no golden outputs for lin-x"):
         golden.inject_all(executed, tmp_path / "out", tmp_path / "empty")
 
 
 def test_inject_refuses_a_golden_file_that_does_not_fit(tmp_path):
     nb = nbformat.read(_executed(tmp_path / "lin-x.ipynb", ["0.5"]), as_version=4)
-    with pytest.raises(golden.GoldenError, match="1 tagged cells but 2 golden outputs"):
+    with pytest.raises(printed.GoldenError, match="1 tagged cells but 2 golden outputs"):
         golden.inject(nb, ["a\n", "b\n"], "lin-x")
 
 

@@ -181,7 +181,7 @@ def test_the_claim_map_check_finds_untested_statements():
 
 
 def test_golden_claim_tags_read_every_claim_line_with_its_tag(tmp_path):
-    from ntpcore.pipeline import golden
+    from ntpcore.pipeline import golden, printed
 
     (tmp_path / "lin-x.txt").write_text(
         "# header\n=== cell 1\nsome printed line 0.5\n"
@@ -194,7 +194,7 @@ def test_golden_claim_tags_read_every_claim_line_with_its_tag(tmp_path):
     (tmp_path / "lin-y.txt").write_text(
         "=== cell 1\nPASS lin-x:a: statement [lin, Thm. 2]: ours 0.9 (≥ 0.5)\n"
     )
-    with pytest.raises(golden.GoldenError, match="another figure"):
+    with pytest.raises(printed.GoldenError, match="another figure"):
         golden.claim_tags("lin-y", tmp_path)
 
 

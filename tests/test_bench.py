@@ -56,3 +56,56 @@ def test_the_bench_collects_the_runners_records_oldest_first(tmp_path, monkeypat
     runs = solvers.bench_runs()
     assert [r["started"] for r in runs] == ["2026-11-23", "2026-11-24"]
     assert [r["record"] for r in runs] == ["2026-11-23.json", "2026-11-24.json"]
+
+
+def test_paired_bench_ratio_of_medians_and_statistics_within_tolerance(monkeypatch):
+    """bench_case alternates the two sides, reports the ratio of the median CPU times and
+    meets a target only with every statistic within its tolerance."""
+    import numpy as np
+
+    from ntpcore.bench import paired
+
+    def run(ref_shift, ref_times, ours_times):
+        times = {"reference": iter(ref_times), "ours": iter(ours_times)}
+        order = []
+
+        def fake_child(case, side, quick, out, timeout):
+            order.append(side)
+            stats = {k: np.full((2, 5), 0.9) for k in paired.CASES[case].stats}
+            if side == "reference":
+                stats["corr_svm"][:, -1] += ref_shift
+            np.savez(out, **stats)
+            t = next(times[side])
+            return {"cpu_s": t, "wall_s": 2 * t}
+
+        monkeypatch.setattr(paired, "_run_child", fake_child)
+        res = paired.bench_case("att_cyclic", quick=True, repeats=3)
+        assert order == ["reference", "ours"] * 3  # interleaved
+        return res
+
+    res = run(5e-5, [30.0, 32.0, 31.0], [0.3, 0.2, 0.25])
+    assert res["ratio"] == pytest.approx(31.0 / 0.25) and res["target"] == 100.0
+    assert res["same_statistics"] and res["met"]
+    assert res["statistics"]["corr_svm"]["max_diff_final"] == pytest.approx(5e-5)
+    differ = run(2e-4, [30.0, 32.0, 31.0], [0.3, 0.2, 0.25])  # beyond the 1e-4 tolerance
+    assert not differ["same_statistics"] and not differ["met"]
+    slow = run(0.0, [30.0, 32.0, 31.0], [0.5, 0.4, 0.45])  # 31 / 0.45 < 100
+    assert slow["same_statistics"] and not slow["met"]
+
+
+@pytest.mark.parametrize("side", ["ours", "reference"])
+def test_paired_children_time_a_cold_call_and_save_its_statistics(side, tmp_path, monkeypatch):
+    import numpy as np
+
+    from ntpcore.att.experiments import AttGlobalConfig
+    from ntpcore.bench import paired
+
+    monkeypatch.setattr(
+        paired, "_config", lambda case, quick: AttGlobalConfig(n_trials=1, n_steps=20)
+    )
+    out = tmp_path / "stats.npz"
+    timing = paired.child("att_cyclic", side, True, str(out))
+    assert timing["cpu_s"] > 0 and timing["wall_s"] > 0
+    stats = dict(np.load(out))
+    assert set(stats) == set(paired.CASES["att_cyclic"].stats)
+    assert stats["corr_svm"].shape == (1, 21)

@@ -36,6 +36,26 @@ def _row(problem, dims, n_vars, spec, clarabel, scs, label=""):
     }
 
 
+def _paired(ref: float, ours: float, target: float, within: bool = True) -> dict:
+    """A paired measurement of ``ntpcore.bench.paired`` (CPU seconds of cold runs)."""
+
+    def t(x: float) -> dict:
+        return {"cpu_s": [x] * 3, "median": x, "min": x, "max": x, "repeats": 3}
+
+    stats = {"corr_svm": {"max_diff_final": 2e-5, "tol": 1e-4, "within": within}}
+    return {
+        "title": "experiment",
+        "reference_formulation": "torch autograd, one trial after another",
+        "reference": t(ref),
+        "ours": t(ours),
+        "ratio": ref / ours,
+        "target": target,
+        "statistics": stats,
+        "same_statistics": within,
+        "met": ref / ours >= target and within,
+    }
+
+
 TIMEOUT = {"status": "timeout after 120 s", "median": None}
 SKIPPED = {"status": "skipped (a smaller size ran out of time/memory)", "median": None}
 NOT_RUN = {"status": "not run at these sizes", "median": None}
@@ -129,8 +149,10 @@ BENCH = {
         },
     ],
     "experiments": {
-        "att_cyclic": {**_timing(0.69), "speedup_vs_authors": 56 / 0.69, "corr_svm_final": 0.986},
-        "att_local": {"ce": {**_timing(0.45), "speedup_vs_authors_per_loss": 31 / 0.45}},
+        # cyclic 29.7 / 0.235 = 126x >= 100x; local 57.9 / 0.61 = 95x < 100x; UFM 11x >= 10x
+        "att_cyclic": _paired(29.7, 0.235, 100.0),
+        "att_local": _paired(57.9, 0.61, 100.0),
+        "ufm": _paired(10.5, 0.95, 10.0),
     },
     "pipeline": [{"fig_id": f"fig-{i}", "profile": "quick", "wall_time_s": 4.0} for i in range(32)],
 }
@@ -182,7 +204,10 @@ def test_trainers_attention_and_quick_profile_targets():
     assert "9.7 ms/epoch" in trainers[1]
     assert _find(BENCH, "GD / NGD")[2].startswith("–")
     att = _find(BENCH, "attention")
-    assert att[2] == "yes" and "81×" in att[1]
+    assert "126×" in att[1] and "95×" in att[1] and "same statistics" in att[1]
+    assert att[2] == "yes at cyclic; **no** at local convergence"  # 95x < 100x
+    ufm = _find(BENCH, "UFM training")
+    assert ufm[2] == "yes" and "11×" in ufm[1]
     quick = _find(BENCH, "quick profile")
     assert quick[2] == "yes" and "32 notebooks" in quick[1]  # 32 x 4 s = 128 s <= 5 min
     slow = copy.deepcopy(BENCH)
@@ -361,3 +386,19 @@ def test_the_gpu_row_quotes_the_cpu_time_of_a_cold_run_never_of_a_cached_rerun()
     contended["figures"] = {"geo-trained-logits-text": 4980.0}
     data["runs"].append(contended)
     assert "took 80.3 min" in _find(data, "real-text transformer")[1]
+
+
+def test_paired_targets_need_the_ratio_and_the_same_statistics():
+    """A ratio above the target with a statistic beyond its tolerance is not met; a
+    bench.json with the old comparison (typed times, no pairs) measures nothing."""
+    differ = copy.deepcopy(BENCH)
+    differ["experiments"]["ufm"] = _paired(10.5, 0.5, 10.0, within=False)
+    row = _find(differ, "UFM training")
+    assert row[2] == "**no**" and "statistics **differ**: corr_svm" in row[1]
+    old = copy.deepcopy(BENCH)
+    old["experiments"] = {"att_cyclic": {**_timing(0.69), "speedup_vs_authors": 81.0}}
+    assert _find(old, "attention")[2].startswith("not measured")
+    assert _find(old, "UFM training")[2].startswith("not measured")
+    tables = ntpbook.tables_text(BENCH)
+    assert "Published experiments against their reference formulations" in tables
+    assert "126×" in tables and "(target 100×)" in tables

@@ -32,7 +32,7 @@ from ntpcore.att.automaton import (
     total_variation,
 )
 from ntpcore.att.data import TOYS, AttDataset, sample_dataset, toy_dataset, unit_embeddings
-from ntpcore.att.dynamics import attention_weights, make_problem, run_descent
+from ntpcore.att.dynamics import attention_weights, descend, make_problem, run_descent
 from ntpcore.att.finite import finite_component, reduced_log_loss, subspaces
 from ntpcore.att.linalg import project_onto_spans
 from ntpcore.att.priority import (
@@ -238,15 +238,10 @@ def _stack(trials: list[GlobalTrial], name: str) -> np.ndarray:
     return np.array([getattr(t, name) for t in trials])
 
 
-def descend_global(trials: list[GlobalTrial], cfg: AttGlobalConfig):
-    """The W runs (from W(0), full data) and the reduced runs (from 0, reduced data) of all
-    trials as one batched descent (NGD, or plain GD recorded at ~200 log-spaced steps).
-
-    Returns
-    -------
-    steps : (S,);  W, W_red : (S, B, d, d) the full and the reduced runs;
-    losses : (S, B) full-data loss of the W runs;  loop_seconds : float.
-    """
+def _descend_global(trials: list[GlobalTrial], cfg: AttGlobalConfig, on_chunk=None):
+    """:func:`descend_global` as a :class:`ntpcore.att.dynamics.Descent` of the 2B runs (the
+    W runs first), with the loss and the attention of the W runs (handed to ``on_chunk`` in
+    chunks when given); and the loop's seconds."""
     B = len(trials)
     E, tok, lab = _stack(trials, "E"), _stack(trials, "tokens"), _stack(trials, "labels")
     n, d = tok.shape[1], E.shape[-1]
@@ -260,55 +255,201 @@ def descend_global(trials: list[GlobalTrial], cfg: AttGlobalConfig):
     W0 = np.concatenate([_stack(trials, "W0"), np.zeros((B, d, d))])
     record = None if cfg.optimizer == "ngd" else log_steps(cfg.n_steps, 200)
     t_loop = time.perf_counter()
-    steps, traj, losses = run_descent(
+    res = descend(
         W0,
         P,
         eta=cfg.step_size,
         n_steps=cfg.n_steps,
         normalized=cfg.optimizer == "ngd",
         record=record,
-        return_loss=True,
+        loss=True,
+        attention=True,
+        rows=slice(0, B),  # the W runs
+        on_chunk=on_chunk,
     )
-    t_loop = time.perf_counter() - t_loop
-    return steps, traj[:, :B], traj[:, B:], losses[:, :B], t_loop
+    return res, time.perf_counter() - t_loop
 
 
-def measure_global(trials: list[GlobalTrial], W, W_red, loss) -> dict:
-    """Metrics of :func:`run_global` from the trajectories (vectorised over steps and trials)."""
-    Wsvm, Wfin = _stack(trials, "W_svm"), _stack(trials, "W_fin")
-    PW = project_onto_spans(W, [t.B_fin for t in trials])  # Π_Sfin W(τ)
-    svm_sq = np.sum(Wsvm**2, axis=(-2, -1))
-    R = np.divide(
-        np.sum((W[-1] - Wfin) * Wsvm, axis=(-2, -1)),
-        svm_sq,
-        out=np.zeros(len(trials)),
-        where=svm_sq > 0,
-    )
-    perp = W - project_onto_spans(W, [t.B_S for t in trials])
-    P_full = make_problem(_stack(trials, "E"), _stack(trials, "tokens"), _stack(trials, "labels"))
-    s = attention_weights(W, P_full)  # (S, B, n, T)
-    per_scc = np.einsum("sbnt,bntc->sbnc", s, _stack(trials, "scc_onehot"))
-    lab_scc = np.einsum("sbnt,bnt->sbn", s, _stack(trials, "mask"))
-    Lstar = _stack(trials, "L_star")
-    return {
-        "corr_svm": cos(W, Wsvm).T,
-        "corr_full": cos(W, Wfin + R[:, None, None] * Wsvm).T,
-        "proj_corr": cos(Wsvm, W - PW).T,
-        "norm_diff": np.linalg.norm(PW - W_red, axis=(-2, -1)).T,
-        "fin_err": np.linalg.norm(PW - Wfin, axis=(-2, -1)).T,
-        "attn_best": per_scc.max(axis=-1).mean(axis=-1).T,
-        "attn_label": lab_scc.mean(axis=-1).T,
-        "loss": loss.T,
-        "loss_gap": (loss - Lstar).T,
-        "W_norm": np.linalg.norm(W, axis=(-2, -1)).T,
-        "perp_drift": np.linalg.norm(perp - perp[:1], axis=(-2, -1)).T,
-        "L_star": Lstar,
-        "R": R,
-        "W_svm_norm": np.sqrt(svm_sq),
-        "W_fin_norm": np.linalg.norm(Wfin, axis=(-2, -1)),
-        "n_cyclic_samples": _stack(trials, "n_cyclic"),
-        "dim_S_fin": np.array([t.B_fin.shape[0] for t in trials]),
-    }
+def descend_global(trials: list[GlobalTrial], cfg: AttGlobalConfig):
+    """The W runs (from W(0), full data) and the reduced runs (from 0, reduced data) of all
+    trials as one batched descent (NGD, or plain GD recorded at ~200 log-spaced steps).
+
+    Returns
+    -------
+    steps : (S,);  W, W_red : (S, B, d, d) the full and the reduced runs;
+    losses : (S, B) full-data loss of the W runs;  loop_seconds : float.
+    """
+    res, t_loop = _descend_global(trials, cfg)
+    B = len(trials)
+    return res.steps, res.W[:, :B], res.W[:, B:], res.loss, t_loop
+
+
+def _rows(W) -> np.ndarray:
+    """A trajectory (S, B, d, d) as trial-major rows (B, S, d*d); a view when ``W`` is the
+    transposed trial-major array :func:`ntpcore.att.dynamics.descend` returns."""
+    S, B, d, _ = W.shape
+    return np.asarray(W, dtype=float).transpose(1, 0, 2, 3).reshape(B, S, d * d)
+
+
+def _padded_bases(bases) -> np.ndarray:
+    """Row-orthonormal bases (r_b, p) stacked into (B, r_max, p), zero rows padding."""
+    p = bases[0].shape[1]
+    out = np.zeros((len(bases), max([b.shape[0] for b in bases] + [1]), p))
+    for i, b in enumerate(bases):
+        out[i, : b.shape[0]] = b
+    return out
+
+
+def _complement(B_rows: np.ndarray) -> np.ndarray:
+    """Row-orthonormal basis of the orthogonal complement of the row span of ``B_rows``."""
+    p = B_rows.shape[1]
+    if B_rows.shape[0] == 0:
+        return np.eye(p)
+    _, _, Vt = np.linalg.svd(B_rows, full_matrices=True)
+    return Vt[B_rows.shape[0] :]
+
+
+def _cos_rows(dot, norm_a, norm_b) -> np.ndarray:
+    """:func:`ntpcore.core.metrics.cos` from inner products and norms (0 where a norm is 0)."""
+    den = norm_a * norm_b
+    return np.divide(dot, den, out=np.zeros(np.broadcast(dot, den).shape), where=den > 0)
+
+
+class _GlobalMeter:
+    """The metrics of :func:`run_global`, accumulated over consecutive recorded steps (all at
+    once, or chunk by chunk as :func:`ntpcore.att.dynamics.descend` hands them over).
+
+    Everything is a product of the trial-major rows (B, c, d*d) with fixed vectors and bases:
+    projections in coordinates of the bases (``S_fin``; an orthonormal basis of the complement
+    of ``S`` for the frozen part, no cancellation), and the correlation with
+    ``W^fin + R W^svm`` from the inner products with both, ``R`` being fitted at the end.
+    """
+
+    def __init__(self, trials: list[GlobalTrial], S: int):
+        self.trials = trials
+        B = len(trials)
+        Wsvm, Wfin = _stack(trials, "W_svm"), _stack(trials, "W_fin")
+        p = Wsvm.shape[-1] ** 2
+        self.wsvm, self.wfin = Wsvm.reshape(B, p), Wfin.reshape(B, p)
+        self.svm_sq = np.sum(self.wsvm**2, axis=-1)
+        self.targets = np.stack([self.wsvm, self.wfin], axis=-1)  # (B, p, 2)
+        Bfin = _padded_bases([t.B_fin for t in trials])  # (B, r, p)
+        self.BfinT = Bfin.transpose(0, 2, 1)
+        self.ones_r = np.ones(Bfin.shape[1])
+        self.c_fin = np.matmul(Bfin, self.wfin[:, :, None]).transpose(0, 2, 1)  # (B, 1, r)
+        self.svm_fin = np.matmul(Bfin, self.wsvm[:, :, None])  # (B, r, 1): coords of Π W^svm
+        self.perpT = _padded_bases([_complement(t.B_S) for t in trials]).transpose(0, 2, 1)
+        self.cp0 = None  # coordinates of Π_S⊥ W(0)
+        onehot = _stack(trials, "scc_onehot")  # (B, n, T, K): position -> SCC of its token
+        n, T, K = onehot.shape[1:]
+        # columns (SCC c, sample i) then (label SCC of sample i): mass (B, c, K n + n)
+        to_scc = (onehot[:, :, :, :, None] * np.eye(n)[:, None, None, :]).reshape(B, n * T, K * n)
+        to_lab = (_stack(trials, "mask")[:, :, :, None] * np.eye(n)[:, None, :]).reshape(
+            B, n * T, n
+        )
+        self.to_mass = np.concatenate([to_scc, to_lab], axis=-1)
+        self.nK, self.K, self.n = n * K, K, n
+        self.mean_n = np.full(n, 1.0 / n)
+        keys = ("W_norm", "dot_svm", "dot_fin", "proj_corr", "norm_diff", "fin_err")
+        keys += ("perp_drift", "attn_best", "attn_label", "loss")
+        self.out = {k: np.empty((B, S)) for k in keys}
+        self.pos = 0
+
+    def add(self, Wb, Wr, loss, s_rows) -> None:
+        """Steps ``pos .. pos + c``: rows of the W runs ``Wb`` and of the reduced runs ``Wr``
+        (B, c, d*d), the loss (B, c) and the attention rows (B, c, n T) of the W runs."""
+        o, c = self.out, Wb.shape[1]
+        at = slice(self.pos, self.pos + c)
+        W_norm = np.sqrt(np.einsum("bsp,bsp->bs", Wb, Wb))
+        dots = np.matmul(Wb, self.targets)  # (B, c, 2): <W, W^svm>, <W, W^fin>
+        o["W_norm"][:, at], o["dot_svm"][:, at], o["dot_fin"][:, at] = (
+            W_norm,
+            *dots.transpose(2, 0, 1),
+        )
+        # Π_Sfin in coordinates: ||Π W - W_red|| = ||c - c_red|| (W_red and W^fin lie in
+        # S_fin); W - Π W by Pythagoras: <W^svm, W - ΠW>, ||W - ΠW||^2 = ||W||^2 - ||c||^2
+        cW, c_red = np.matmul(Wb, self.BfinT), np.matmul(Wr, self.BfinT)  # (B, c, r)
+        perp_sq = np.maximum(W_norm**2 - (cW * cW) @ self.ones_r, 0.0)
+        proj_dot = dots[..., 0] - np.matmul(cW, self.svm_fin)[..., 0]
+        o["proj_corr"][:, at] = _cos_rows(proj_dot, np.sqrt(self.svm_sq)[:, None], np.sqrt(perp_sq))
+        diff = cW - c_red
+        o["norm_diff"][:, at] = np.sqrt((diff * diff) @ self.ones_r)
+        diff = cW - self.c_fin
+        o["fin_err"][:, at] = np.sqrt((diff * diff) @ self.ones_r)
+        cp = np.matmul(Wb, self.perpT)  # Π_S⊥ W(τ) in coordinates of a basis of S⊥
+        if self.cp0 is None:
+            self.cp0 = cp[:, :1].copy()
+        cp -= self.cp0
+        o["perp_drift"][:, at] = np.sqrt(np.einsum("bsq,bsq->bs", cp, cp))
+        mass = np.matmul(s_rows, self.to_mass)  # (B, c, K n + n)
+        n = self.n
+        best = mass[..., :n].copy()
+        for k in range(1, self.K):  # largest mass over the SCCs, one SCC block at a time
+            np.maximum(best, mass[..., k * n : (k + 1) * n], out=best)
+        o["attn_best"][:, at] = best @ self.mean_n  # mean over samples
+        o["attn_label"][:, at] = mass[..., self.nK :] @ self.mean_n
+        o["loss"][:, at] = loss
+        self.pos += c
+
+    def result(self) -> dict:
+        o, trials = {k: v[:, : self.pos] for k, v in self.out.items()}, self.trials
+        svm_sq = self.svm_sq
+        R = np.divide(
+            o["dot_svm"][:, -1] - np.sum(self.wfin * self.wsvm, axis=-1),
+            svm_sq,
+            out=np.zeros(len(trials)),
+            where=svm_sq > 0,
+        )
+        full = self.wfin + R[:, None] * self.wsvm
+        dot_full = o["dot_fin"] + R[:, None] * o["dot_svm"]
+        W_norm, svm_norm = o["W_norm"], np.sqrt(svm_sq)
+        Lstar = _stack(trials, "L_star")
+        return {
+            "corr_svm": _cos_rows(o["dot_svm"], W_norm, svm_norm[:, None]),
+            "corr_full": _cos_rows(dot_full, W_norm, np.linalg.norm(full, axis=-1)[:, None]),
+            "proj_corr": o["proj_corr"],
+            "norm_diff": o["norm_diff"],
+            "fin_err": o["fin_err"],
+            "attn_best": o["attn_best"],
+            "attn_label": o["attn_label"],
+            "loss": o["loss"],
+            "loss_gap": o["loss"] - Lstar[:, None],
+            "W_norm": W_norm,
+            "perp_drift": o["perp_drift"],
+            "L_star": Lstar,
+            "R": R,
+            "W_svm_norm": svm_norm,
+            "W_fin_norm": np.linalg.norm(self.wfin, axis=-1),
+            "n_cyclic_samples": _stack(trials, "n_cyclic"),
+            "dim_S_fin": np.array([t.B_fin.shape[0] for t in trials]),
+        }
+
+    def add_chunk(self, chunk) -> None:
+        """A chunk of :func:`_descend_global` (the W runs first, then the reduced runs)."""
+        B = len(self.trials)
+        W, att = chunk.W, chunk.attention  # (c, 2B, d, d), (c, B, n, T)
+        c = W.shape[0]
+        s_rows = att.transpose(1, 0, 2, 3).reshape(B, c, -1)
+        self.add(_rows(W[:, :B]), _rows(W[:, B:]), chunk.loss.T, s_rows)
+
+
+def measure_global(trials: list[GlobalTrial], W, W_red, loss, attention=None) -> dict:
+    """Metrics of :func:`run_global` from the trajectories (S, B, d, d), vectorised over steps
+    and trials (:class:`_GlobalMeter`).
+
+    ``attention`` (S, B, n, T): the attention of the W runs at the recorded steps, when the
+    descent recorded it (else computed from ``W``).
+    """
+    if attention is None:
+        P_full = make_problem(
+            _stack(trials, "E"), _stack(trials, "tokens"), _stack(trials, "labels")
+        )
+        attention = attention_weights(W, P_full)  # (S, B, n, T)
+    S, B = attention.shape[:2]
+    meter = _GlobalMeter(trials, S)
+    s_rows = np.asarray(attention).transpose(1, 0, 2, 3).reshape(B, S, -1)
+    meter.add(_rows(W), _rows(W_red), np.asarray(loss).T, s_rows)
+    return meter.result()
 
 
 @cached
@@ -333,10 +474,12 @@ def run_global(cfg: AttGlobalConfig) -> dict:
         raise DataError(f"optimizer must be 'ngd' or 'gd', got {cfg.optimizer!r}")
     t0 = time.perf_counter()
     trials = [draw_global_trial(rng, cfg) for rng in trial_rngs(cfg.seed, cfg.n_trials)]
-    steps, W, W_red, loss, t_loop = descend_global(trials, cfg)
+    S = cfg.n_steps + 1 if cfg.optimizer == "ngd" else len(np.unique(log_steps(cfg.n_steps, 200)))
+    meter = _GlobalMeter(trials, S)
+    res, t_loop = _descend_global(trials, cfg, on_chunk=meter.add_chunk)
     return {
-        "steps": steps,
-        **measure_global(trials, W, W_red, loss),
+        "steps": res.steps,
+        **meter.result(),
         "n_rejected": int(sum(t.n_rejected for t in trials)),
         "n_infeasible": int(sum(t.n_infeasible for t in trials)),
         "loop_seconds": float(t_loop),
@@ -411,9 +554,10 @@ def run_local(cfg: AttLocalConfig) -> dict:
     Pass 1: W(τ) for every (loss, trial) in one batch.  From the final attention, selected and
     ambiguous tokens (:func:`ntpcore.att.priority.select_tokens`) give the local TPGs, the local
     Graph-SVM and the local S_fin.
-    Pass 2 (one batch): the reduced runs from 0 with the same loss/head, on the global reduced
-    data (label's SCC in the data TPG) and on the local reduced data (SCC of the selected tokens
-    in the local TPG; label = true label).  Arrays are ``(n_losses, n_trials, S)``;
+    Pass 2 (one batch, every loss): the reduced runs from 0 with the same loss/head, on the
+    global reduced data (label's SCC in the data TPG) and on the local reduced data (SCC of the
+    selected tokens in the local TPG; label = true label).  Arrays are ``(n_losses, n_trials,
+    S)``;
     ``dim_S_fin_local`` ``(n_losses, n_trials)`` is the dimension of the local cyclic subspace
     (0 when every sequence selects a single token: the local norm difference is then 0).
 
@@ -439,19 +583,21 @@ def run_local(cfg: AttLocalConfig) -> dict:
     lab = np.array([t[0].labels for t in trials])
     W0 = np.array([t[3] for t in trials])
 
-    def batch(loss, mask=None, weight=None, Ebt=E, tokbt=tok, labbt=lab):
+    def batch(losses, copies, mask=None, weight=None):
+        """``copies`` of the trials' data, the problems of copy c with loss ``losses[c]``."""
+        Ec, tc, lc = (np.concatenate([x] * copies) for x in (E, tok, lab))
+        per_problem = [lo for lo in losses for _ in range(B)]
         return make_problem(
-            Ebt, tokbt, labbt, head="general", loss=loss, mask=mask, sample_weight=weight
+            Ec, tc, lc, head="general", loss=per_problem, mask=mask, sample_weight=weight
         )
 
-    # Pass 1: W runs, all losses and trials.
-    trajs = []
+    # Pass 1: W runs, all losses and trials, one batch (one copy of the data per loss).
     t_loop = 0.0
-    for lo in cfg.losses:
-        ta = time.perf_counter()
-        steps, tr = run_descent(W0, batch(lo), eta=cfg.step_size, n_steps=cfg.n_steps)
-        t_loop += time.perf_counter() - ta
-        trajs.append(tr)
+    P1 = batch(cfg.losses, nL)
+    ta = time.perf_counter()
+    steps, tr = run_descent(np.concatenate([W0] * nL), P1, eta=cfg.step_size, n_steps=cfg.n_steps)
+    t_loop += time.perf_counter() - ta
+    s_end_all = attention_weights(tr[-1], P1)  # (nL B, n, T)
     # Local structures from the final attention.
     res = {
         k: np.zeros((nL, B, len(steps)))
@@ -461,10 +607,11 @@ def run_local(cfg: AttLocalConfig) -> dict:
     dim_local = np.zeros((nL, B), int)
     n_ambiguous = np.zeros((nL, B), int)
     n_local_infeasible = 0
-    for a, lo in enumerate(cfg.losses):
-        W = trajs[a]  # (S, B, d, d)
-        s_end = attention_weights(W[-1], batch(lo))  # (B, n, T)
-        Wsvm_loc, Bfin_loc, Bfin_glob, masks, weights = [], [], [], [], []
+    local = []  # per loss: local W^svm, local and global S_fin bases
+    masks, weights = [], []  # per loss: global then local reduced data
+    for a in range(nL):
+        s_end = s_end_all[a * B : (a + 1) * B]  # (B, n, T)
+        Wsvm_loc, Bfin_loc, Bfin_glob, mg_l, wg_l, ml_l, wl_l = [], [], [], [], [], [], []
         for b, (data, graphs, _, _) in enumerate(trials):
             sel, amb = select_tokens(
                 data.tokens, s_end[b], K, c_thres=cfg.c_thres, e_thres=cfg.e_thres
@@ -483,29 +630,42 @@ def run_local(cfg: AttLocalConfig) -> dict:
             anchor = np.array([np.flatnonzero(r)[0] for r in sel])  # a selected token
             mg, wg = _reduced_inputs(data.tokens, data.labels, graphs, n)
             ml, wl = _reduced_inputs(data.tokens, data.labels, g_loc, n, anchor)
-            masks.append((mg, ml))
-            weights.append((wg, wl))
-        # Pass 2: reduced runs (global and local) from W = 0, one batch.
-        mask2 = np.concatenate([np.array([m[0] for m in masks]), np.array([m[1] for m in masks])])
-        w2 = np.concatenate([np.array([w[0] for w in weights]), np.array([w[1] for w in weights])])
-        P2 = batch(
-            lo,
-            mask2,
-            w2,
-            np.concatenate([E, E]),
-            np.concatenate([tok, tok]),
-            np.concatenate([lab, lab]),
-        )
-        ta = time.perf_counter()
-        _, tr2 = run_descent(np.zeros((2 * B, d, d)), P2, eta=cfg.step_size, n_steps=cfg.n_steps)
-        t_loop += time.perf_counter() - ta
-        Wsvm_glob = np.array([t[2] for t in trials])
-        res["corr_global"][a] = cos(W, Wsvm_glob).T
-        res["corr_local"][a] = cos(W, np.array(Wsvm_loc)).T
-        PWg = project_onto_spans(W, Bfin_glob)
-        PWl = project_onto_spans(W, Bfin_loc)
-        res["norm_diff_global"][a] = np.linalg.norm(PWg - tr2[:, :B], axis=(-2, -1)).T
-        res["norm_diff_local"][a] = np.linalg.norm(PWl - tr2[:, B:], axis=(-2, -1)).T
+            for store, x in zip((mg_l, wg_l, ml_l, wl_l), (mg, wg, ml, wl), strict=True):
+                store.append(x)
+        local.append((Wsvm_loc, Bfin_loc, Bfin_glob))
+        masks += [np.array(mg_l), np.array(ml_l)]
+        weights += [np.array(wg_l), np.array(wl_l)]
+    # Pass 2: the reduced runs (global and local, every loss) from W = 0, one batch.
+    P2 = batch(
+        [lo for lo in cfg.losses for _ in range(2)],
+        2 * nL,
+        np.concatenate(masks),
+        np.concatenate(weights),
+    )
+    ta = time.perf_counter()
+    _, tr2_all = run_descent(
+        np.zeros((2 * nL * B, d, d)), P2, eta=cfg.step_size, n_steps=cfg.n_steps
+    )
+    t_loop += time.perf_counter() - ta
+    for a in range(nL):
+        W = tr[:, a * B : (a + 1) * B]  # (S, B, d, d)
+        tr2 = tr2_all[:, 2 * a * B : 2 * (a + 1) * B]  # global, then local reduced runs
+        Wsvm_loc, Bfin_loc, Bfin_glob = local[a]
+        # metrics on trial-major rows (B, S, d*d); the reduced runs lie in their S_fin, so
+        # ||Π W - W_red|| is the distance of the coordinates in the basis
+        Wb, Wr = _rows(W), _rows(tr2)
+        W_norm = np.sqrt(np.einsum("bsp,bsp->bs", Wb, Wb))
+        for key, V in (("corr_global", [t[2] for t in trials]), ("corr_local", Wsvm_loc)):
+            v = np.array(V).reshape(B, -1)
+            dot = np.matmul(Wb, v[:, :, None])[..., 0]
+            res[key][a] = _cos_rows(dot, W_norm, np.linalg.norm(v, axis=-1)[:, None])
+        for key, bases, red in (
+            ("norm_diff_global", Bfin_glob, Wr[:B]),
+            ("norm_diff_local", Bfin_loc, Wr[B:]),
+        ):
+            BT = _padded_bases(bases).transpose(0, 2, 1)
+            diff = np.matmul(Wb, BT) - np.matmul(red, BT)
+            res[key][a] = np.sqrt((diff * diff) @ np.ones(BT.shape[-1]))
     return {
         "steps": steps,
         **res,

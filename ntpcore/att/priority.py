@@ -41,6 +41,7 @@ here is a hand-written Tarjan.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -159,13 +160,17 @@ class SCCStructure:
     def is_acyclic(self) -> bool:
         return self.n_sccs == self.K
 
+    @functools.cached_property
+    def _components(self) -> tuple[tuple[int, ...], ...]:  # computed once per structure
+        return tuple(tuple(np.flatnonzero(self.scc == c).tolist()) for c in range(self.n_sccs))
+
     def components(self) -> list[tuple[int, ...]]:
         """SCCs as sorted tuples of tokens, in the order of their ids."""
-        return [tuple(np.flatnonzero(self.scc == c).tolist()) for c in range(self.n_sccs)]
+        return list(self._components)
 
     def nontrivial_components(self) -> list[tuple[int, ...]]:
         """SCCs with at least two tokens (the cycles of ``G^(k)``)."""
-        return [c for c in self.components() if len(c) > 1]
+        return [c for c in self._components if len(c) > 1]
 
     def same(self, i: int, j: int) -> bool:
         """``i ≍_k j``."""
@@ -180,14 +185,25 @@ class SCCStructure:
 
 
 def scc_structure(G: nx.DiGraph, k: int = -1) -> SCCStructure:
-    """SCCs (networkx), priority levels and reachability of a TPG."""
+    """SCCs (networkx), priority levels and reachability of a TPG.
+
+    A function of the edge set: computed once per distinct ``(K, k, edges)`` (the experiments
+    ask for the structures of one trial's TPGs many times); the arrays are read-only."""
     K = G.number_of_nodes()
     if sorted(G.nodes) != list(range(K)):
         raise DataError("a TPG must have the nodes 0..K-1")
+    return _scc_structure(K, int(k), tuple(sorted((int(i), int(j)) for i, j in G.edges)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _scc_structure(K: int, k: int, edges: tuple[tuple[int, int], ...]) -> SCCStructure:
+    G = nx.DiGraph()
+    G.add_nodes_from(range(K))
+    G.add_edges_from(edges)
     eye = np.eye(K, dtype=bool)
     if G.number_of_edges() == 0:
         idx = np.arange(K, dtype=np.int64)
-        return SCCStructure(int(k), idx, np.zeros(K, np.int64), eye, np.zeros(K, bool))
+        return _frozen(SCCStructure(int(k), idx, np.zeros(K, np.int64), eye, np.zeros(K, bool)))
     # Reachability: transitive closure of the adjacency matrix by repeated squaring.
     reach = eye.copy()
     for i, j in G.edges:
@@ -213,7 +229,14 @@ def scc_structure(G: nx.DiGraph, k: int = -1) -> SCCStructure:
         below = np.unique(scc[reach[r] & (scc != new_id)])
         lev[new_id] = 1 + lev[below].max() if below.size else 0
     touched = np.array([G.degree(v) > 0 for v in range(K)], dtype=bool)
-    return SCCStructure(k=int(k), scc=scc, level=lev[scc], reach=reach, touched=touched)
+    return _frozen(SCCStructure(k=int(k), scc=scc, level=lev[scc], reach=reach, touched=touched))
+
+
+def _frozen(s: SCCStructure) -> SCCStructure:
+    """``s`` with read-only arrays (it is shared by every caller asking for the same TPG)."""
+    for a in (s.scc, s.level, s.reach, s.touched):
+        a.flags.writeable = False
+    return s
 
 
 def scc_structures(graphs: Sequence[nx.DiGraph]) -> list[SCCStructure]:

@@ -20,8 +20,11 @@ trainers
     UFM/transformer/LSTM training (this project's formulation: distinct contexts with counts)
     against the per-sample formulation; on CPU, and on a GPU when torch sees one.
 experiments
-    The attention experiments of the Performance page (batched, closed-form gradients) with their
-    speed-ups over the authors' times.
+    The published experiments (attention: cyclic TPGs and local convergence; the UFM training)
+    against their reference formulations -- the authors' loops re-derived with torch autograd
+    (:mod:`ntpcore.bench.reference`) -- each run cold in a child process of its own, reference
+    and project alternating, with the ratio of the median CPU times, the target and the
+    statistics of both side by side (:mod:`ntpcore.bench.paired`).
 pipeline
     Wall time of every registry figure, read from the provenance sidecars of the latest
     paper-profile (``book/figures``) and quick-profile (``_build/test/figures``) runs.
@@ -460,12 +463,11 @@ def bench_trainers(quick: bool) -> list[dict]:
 
 
 def bench_experiments(quick: bool) -> dict[str, Any]:
-    from ntpcore.bench import att as att_bench
+    """The published experiments against their reference formulations, cold, in pairs
+    (:mod:`ntpcore.bench.paired`)."""
+    from ntpcore.bench.paired import bench_paired
 
-    out = {"att_cyclic": att_bench.bench_cyclic(repeats=1 if quick else 3)}
-    if not quick:
-        out["att_local"] = att_bench.bench_local(repeats=3)
-    return out
+    return bench_paired(quick=quick, repeats=3)
 
 
 # ----------------------------------------------------------------------------- pipeline

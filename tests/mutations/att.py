@@ -53,20 +53,22 @@ _replace(_exp, "graph_svm_from_graphs", _mutated)
 _replace(_svm, "graph_svm_from_graphs", _mutated)
 """
 
-# The descent loop of every trained model of the experiments.
+# The descent loop of every trained model of the experiments (run_global calls descend,
+# the others run_descent, which calls descend; both take the same keywords).
 _DESCENT = """
 import numpy as _np
 import ntpcore.att.experiments as _exp
 
-_orig = _exp.run_descent
 
-
-def _mutated(W0, P, **kw):
+def _mutated(_orig, W0, P, **kw):
     {body}
     return _orig(W0, P, **kw)
 
 
-_replace(_exp, "run_descent", _mutated)
+_run_descent, _descend = _exp.run_descent, _exp.descend
+_replace(_exp, "run_descent", lambda W0, P, **kw: _mutated(_run_descent, W0, P, **kw))
+# run_global's descent only: run_descent calls the unwrapped descend (wrapped once)
+_exp.descend = lambda W0, P, **kw: _mutated(_descend, W0, P, **kw)
 """
 
 # The mean ± std band of the curve figures (the notebooks import it after start-up).

@@ -97,12 +97,10 @@ def test_paired_bench_ratio_of_medians_and_statistics_within_tolerance(monkeypat
 def test_paired_children_time_a_cold_call_and_save_its_statistics(side, tmp_path, monkeypatch):
     import numpy as np
 
-    from ntpcore.att.experiments import AttGlobalConfig
+    from ntpcore.att.experiments import GlobalConfig
     from ntpcore.bench import paired
 
-    monkeypatch.setattr(
-        paired, "_config", lambda case, quick: AttGlobalConfig(n_trials=1, n_steps=20)
-    )
+    monkeypatch.setattr(paired, "_config", lambda case, quick: GlobalConfig(n_trials=1, n_steps=20))
     out = tmp_path / "stats.npz"
     timing = paired.child("att_cyclic", side, True, str(out))
     assert timing["cpu_s"] > 0 and timing["wall_s"] > 0

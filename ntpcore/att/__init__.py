@@ -27,13 +27,13 @@ on the log-loss gives :math:`W(\tau) \approx R(\tau) W^{\mathrm{svm}}/\|W^{\math
 
 The rest of the paper's machinery is re-exported from the modules, one per job:
 :mod:`~ntpcore.att.priority` (TPGs, SCCs, priority order, local TPGs), :mod:`~ntpcore.att.svm`
-(the Graph-SVM program and its solvers), :mod:`~ntpcore.att.finite` (subspaces
-:math:`S, S_\mathrm{fin}, S_\mathrm{svm}` and :math:`W^{\mathrm{fin}}`),
-:mod:`~ntpcore.att.regpath` (regularization path), :mod:`~ntpcore.att.linalg` (generators,
-bases, projections), :mod:`~ntpcore.att.dynamics` (losses, closed-form gradients, GD /
+(the Graph-SVM program and its solvers), :mod:`~ntpcore.att.finite` (subspaces :math:`S,
+S_\mathrm{fin}, S_\mathrm{svm}` and :math:`W^{\mathrm{fin}}`), :mod:`~ntpcore.att.regpath`
+(regularization path), :mod:`~ntpcore.att.linalg` (generators, bases, projections),
+:mod:`~ntpcore.att.dynamics` (losses, closed-form gradients), :mod:`~ntpcore.att.descent` (GD /
 normalized GD, batched), :mod:`~ntpcore.att.automaton` (hard retrieval + soft composition) and
 :mod:`~ntpcore.att.data` (generators, exact toys); ``cos`` is :func:`ntpcore.core.metrics.cos`,
-the papers' "correlation".  Public submodules not re-exported: :mod:`~ntpcore.att.experiments`
+the papers' "correlation". Public submodules not re-exported: :mod:`~ntpcore.att.experiments`
 (cached experiments behind the figures), :mod:`~ntpcore.att.plots` and the torch model
 :class:`ntpcore.att.oracle.OneLayerAttention` (imported on demand: torch is heavy).
 """
@@ -57,14 +57,14 @@ from ntpcore.att.data import (
     toy_dataset,
     unit_embeddings,
 )
+from ntpcore.att.descent import run_descent
 from ntpcore.att.dynamics import (
     HEAD_LOSSES,
     AttentionProblem,
     attention_weights,
     loss_grad,
     make_problem,
-    run_descent,
-    smoothness_bound,
+    smoothness_bounds,
 )
 from ntpcore.att.finite import (
     Subspaces,
@@ -143,7 +143,7 @@ __all__ = [
     "scc_structure",
     "scc_structures",
     "select_tokens",
-    "smoothness_bound",
+    "smoothness_bounds",
     "solve_max_margin",
     "subspaces",
     "token_priority_graphs",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ntpcore.att.finite import subspaces, token_log_loss_terms
 from ntpcore.att.linalg import CLARABEL_TIGHT, check_embeddings, score_jacobian
@@ -23,8 +24,11 @@ from ntpcore.att.priority import check_tokens
 from ntpcore.errors import SolverError
 
 
-def regularization_path(E, tokens, labels, radii, *, solver: str = "CLARABEL"):
-    r"""Regularization path :math:`W_R = \arg\min_{\|W\|_F \le R} L(W)`, shape (len(radii), d, d).
+def regularization_path(
+    E, tokens, labels, radii, *, solver: str = "CLARABEL"
+) -> dict[str, NDArray[np.float64]]:
+    r"""Regularization path :math:`W_R = \arg\min_{\|W\|_F \le R} L(W)`: ``{"R": radii,
+    "W": (len(radii), d, d), "norm": ||W_R||_F}`` (a dict, as the other papers' paths).
 
     Coordinates in an orthonormal basis of ``S``; log-loss at token level
     (:func:`ntpcore.att.finite.token_log_loss_terms`; cvxpy + Clarabel, exponential cone).
@@ -73,4 +77,9 @@ def regularization_path(E, tokens, labels, radii, *, solver: str = "CLARABEL"):
                 f"regularization path: no optimal solve at R={rad} ({'; '.join(statuses)})"
             )
         out.append((np.asarray(c.value) @ B).reshape(d, d))
-    return np.array(out)
+    W = np.array(out)
+    return {
+        "R": np.asarray(radii, dtype=float),
+        "W": W,
+        "norm": np.linalg.norm(W.reshape(len(W), -1), axis=1),
+    }

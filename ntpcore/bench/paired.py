@@ -109,13 +109,13 @@ CASES: dict[str, Case] = {
 
 def _config(case: str, quick: bool):
     if case == "att_cyclic":
-        from ntpcore.att.experiments import AttGlobalConfig
+        from ntpcore.att.experiments import GlobalConfig
 
-        return AttGlobalConfig(n_trials=2) if quick else AttGlobalConfig()
+        return GlobalConfig(n_trials=2) if quick else GlobalConfig()
     if case == "att_local":
-        from ntpcore.att.experiments import AttLocalConfig
+        from ntpcore.att.experiments import LocalConfig
 
-        return AttLocalConfig(n_trials=2) if quick else AttLocalConfig()
+        return LocalConfig(n_trials=2) if quick else LocalConfig()
     from ntpcore.geo.train import TrainConfig
 
     return TrainConfig(n_epochs=3000) if quick else TrainConfig()

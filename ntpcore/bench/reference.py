@@ -166,7 +166,7 @@ def _ngd(W0, loss_fn, eta, n_steps, on_forward=None, eps=1e-12) -> NDArray[np.fl
 
 
 def cyclic(cfg) -> dict[str, Any]:
-    """The cyclic experiment of ``cfg`` (an :class:`ntpcore.att.experiments.AttGlobalConfig`
+    """The cyclic experiment of ``cfg`` (an :class:`ntpcore.att.experiments.GlobalConfig`
     with normalized GD), trial after trial; arrays ``(n_trials, n_steps + 1)``: ``corr_svm``,
     ``corr_full``, ``proj_corr``, ``norm_diff``, ``attn_best``."""
     n, T, K, d = cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim
@@ -257,7 +257,7 @@ def _general_loss(X, xbar, E, labels, loss: str, mask=None):
 
 def local(cfg) -> dict[str, Any]:
     """The local-convergence experiment of ``cfg`` (an
-    :class:`ntpcore.att.experiments.AttLocalConfig`), trial after trial, each loss in turn;
+    :class:`ntpcore.att.experiments.LocalConfig`), trial after trial, each loss in turn;
     arrays ``(n_losses, n_trials, n_steps + 1)``: ``corr_global``, ``corr_local``,
     ``norm_diff_global``, ``norm_diff_local``."""
     n, T, K, d = cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim

@@ -74,13 +74,15 @@ def _applied():
         open(path, "w").close()
 
 
-def _replace(owner, name, new):
-    """Put ``new`` in place of ``owner.name`` wherever the package binds that object: in the
-    module that defines it and in every loaded ``ntpcore`` module that imported it by name.
-    Modules imported later (``from <module> import <name>``) then bind ``new`` too."""
+def _replace(owner, name, new, where=("ntpcore",)):
+    """Put ``new`` in place of ``owner.name`` wherever the package binds that object: in every
+    loaded module whose name starts with one of ``where`` (default: all of ``ntpcore``, the
+    module that defines it included, so modules imported later bind ``new`` too).  A narrower
+    ``where`` (e.g. ``("ntpcore.att.experiments",)``, imported first) leaves the independent
+    checks elsewhere with the true object."""
     orig = getattr(owner, name)
     for module in list(_sys.modules.values()):
-        if getattr(module, "__name__", "").startswith("ntpcore") and getattr(
+        if getattr(module, "__name__", "").startswith(where) and getattr(
             module, name, None
         ) is orig:
             setattr(module, name, new)

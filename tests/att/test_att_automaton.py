@@ -17,7 +17,8 @@ from ntpcore.att import (
     total_variation,
 )
 from ntpcore.att.data import sample_dataset, toy_dataset
-from ntpcore.att.dynamics import loss_grad, make_problem, run_descent
+from ntpcore.att.descent import run_descent
+from ntpcore.att.dynamics import loss_grad, make_problem
 from ntpcore.errors import DataError
 
 

@@ -11,13 +11,13 @@ import torch
 
 from ntpcore.att import subspaces
 from ntpcore.att.data import random_labels, random_sequences, sample_dataset, unit_embeddings
+from ntpcore.att.descent import run_descent
 from ntpcore.att.dynamics import (
     HEAD_LOSSES,
     attention_weights,
     loss_grad,
     make_problem,
-    run_descent,
-    smoothness_bound,
+    smoothness_bounds,
 )
 from ntpcore.att.oracle import OneLayerAttention, attention_loss, descent_step
 from ntpcore.errors import DataError
@@ -133,7 +133,7 @@ def test_s_perp_component_frozen(normalized):
 def test_plain_gd_with_safe_step_decreases_the_loss():
     E, tok, lab, rng = _data(4, T=4, K=6)
     P = make_problem(E, tok, lab)
-    eta = 1.0 / smoothness_bound(P)[0]
+    eta = 1.0 / smoothness_bounds(P)[0]
     assert eta >= 0.5 - 1e-12  # L_W <= T/2 = 2 for unit tokens and T = 4
     _, traj = run_descent(rng.standard_normal((1, 8, 8)), P, eta=eta, n_steps=200, normalized=False)
     losses = np.array([loss_grad(W, P, need_grad=False)[0][0] for W in traj])

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.theory
 
 @pytest.fixture(scope="module")
 def cyclic():
-    return att.run_global.__wrapped__(att.AttGlobalConfig())  # n6 T4 K6 d8, NGD .01, 4000
+    return att.run_global.__wrapped__(att.GlobalConfig())  # n6 T4 K6 d8, NGD .01, 4000
 
 
 def test_cyclic_experiment(cyclic):
@@ -39,7 +39,7 @@ def test_acyclic_experiment():
     """book att-thm-gd, acyclic: corr >= 0.985, non-decreasing after tau 200 (slack 1e-3), loss <
     1e-3, attention on the label >= 0.999."""
     r = att.run_global.__wrapped__(
-        att.AttGlobalConfig(n_samples=4, seq_len=6, vocab_size=8, graph="acyclic")
+        att.GlobalConfig(n_samples=4, seq_len=6, vocab_size=8, graph="acyclic")
     )
     mc = r["corr_svm"].mean(axis=0)
     assert mc[-1] >= 0.985
@@ -53,7 +53,7 @@ def test_plain_gd():
     """book att-thm-gd with plain GD (eta 0.5 <= 1/L_W): corr increasing and >= 0.97, the finite
     part within 1e-3 of W^fin, and a norm that grows sublinearly."""
     r = att.run_global.__wrapped__(
-        att.AttGlobalConfig(n_trials=3, optimizer="gd", step_size=0.5, n_steps=20000)
+        att.GlobalConfig(n_trials=3, optimizer="gd", step_size=0.5, n_steps=20000)
     )
     mc = r["corr_svm"].mean(axis=0)
     i = np.searchsorted(r["steps"], 10000)
@@ -68,7 +68,7 @@ def test_local_convergence_experiment():
     """book att-conj-local (statistical, 10 seeds): the local Graph-SVM predicts the direction (corr
     >= 0.97), the global one does not (corr <= 0.9); the local norm difference is not larger than
     the global one (they coincide when every label is selected)."""
-    r = att.run_local.__wrapped__(att.AttLocalConfig())
+    r = att.run_local.__wrapped__(att.LocalConfig())
     for a in range(2):
         assert r["corr_local"][a][:, -1].mean() >= 0.97
         assert r["corr_global"][a][:, -1].mean() <= 0.9
@@ -81,7 +81,7 @@ def test_local_convergence_experiment():
 def test_scc_statistics_giant_component(tmp_path, monkeypatch):
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path))
     r = att.run_scc_stats(
-        att.AttSCCStatsConfig(n_trials=3, vocab_size=10, seq_lens=(3,), sample_sizes=(5, 50, 500)),
+        att.SCCStatsConfig(n_trials=3, vocab_size=10, seq_lens=(3,), sample_sizes=(5, 50, 500)),
         progress=False,
     )
     big = r["largest_frac"].mean(-1)[0]
@@ -90,7 +90,7 @@ def test_scc_statistics_giant_component(tmp_path, monkeypatch):
 
 
 def test_conceptual_state_is_exact():
-    r = att.run_conceptual.__wrapped__(att.AttConceptualConfig(n_inits=2, n_steps=3000))
+    r = att.run_conceptual.__wrapped__(att.ConceptualConfig(n_inits=2, n_steps=3000))
     np.testing.assert_allclose(r["svm_scores"], [1, 1, 0, 0, -1, -1], atol=1e-9)
     np.testing.assert_allclose(r["composition"][:2], [2 / 3, 1 / 3], atol=1e-12)
     assert r["status"] == "decided" and r["undecided_status"] == "undecided"
@@ -98,10 +98,10 @@ def test_conceptual_state_is_exact():
 
 
 def test_seeds_are_reproducible_and_trials_independent():
-    cfg = att.AttGlobalConfig(n_trials=2, n_steps=50)
+    cfg = att.GlobalConfig(n_trials=2, n_steps=50)
     a, b = att.run_global.__wrapped__(cfg), att.run_global.__wrapped__(cfg)
     np.testing.assert_array_equal(a["corr_svm"], b["corr_svm"])
-    c = att.run_global.__wrapped__(att.AttGlobalConfig(n_trials=3, n_steps=50))
+    c = att.run_global.__wrapped__(att.GlobalConfig(n_trials=3, n_steps=50))
     np.testing.assert_array_equal(c["corr_svm"][:2], a["corr_svm"])  # spawned child seeds
 
 
@@ -132,7 +132,7 @@ def test_scc_statistics_are_the_same_serially_on_processes_and_on_a_cluster(
 ):
     """The (T, n) cells of the SCC statistics are independent runs of the sweep API."""
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
-    cfg = att.AttSCCStatsConfig(n_trials=3, vocab_size=8, seq_lens=(3, 4), sample_sizes=(5, 40))
+    cfg = att.SCCStatsConfig(n_trials=3, vocab_size=8, seq_lens=(3, 4), sample_sizes=(5, 40))
     serial = att.run_scc_stats(cfg, progress=False)
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "procs"))
     procs = att.run_scc_stats(cfg, n_workers=2, progress=False)
@@ -153,7 +153,7 @@ def test_trial_rng_is_the_serial_loops_generator():
 def test_reg_path_trials_are_the_same_serially_and_on_a_cluster(tmp_path, monkeypatch, cluster):
     """The trials of the regularization path are independent runs of the sweep API; the
     serial sweep is the old loop over ``trial_rngs`` (same draws, same paths)."""
-    cfg = att.AttRegPathConfig(n_trials=2, radii=(1.0, 3.0))
+    cfg = att.RegPathConfig(n_trials=2, radii=(1.0, 3.0))
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
     serial = att.run_reg_path(cfg, progress=False)
     clus = att.run_reg_path(cfg, scheduler=cluster, progress=False)
@@ -170,7 +170,9 @@ def test_reg_path_trials_are_the_same_serially_and_on_a_cluster(tmp_path, monkey
         ft = att.sample_feasible_trial(
             rng, cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim, "cyclic"
         )
-        WR = regularization_path(ft.data.E, ft.data.tokens, ft.data.labels, np.array(cfg.radii))
+        WR = regularization_path(ft.data.E, ft.data.tokens, ft.data.labels, np.array(cfg.radii))[
+            "W"
+        ]
         np.testing.assert_array_equal(np.linalg.norm(WR, axis=(-2, -1)), serial["W_norm"][r])
     # the path's norm is the radius where the constraint is active: ||W_R|| <= R
     assert np.all(serial["W_norm"] <= np.array(cfg.radii) * (1 + 1e-6))
@@ -179,7 +181,7 @@ def test_reg_path_trials_are_the_same_serially_and_on_a_cluster(tmp_path, monkey
 def test_theory_checks_are_the_same_serially_and_on_a_cluster(tmp_path, monkeypatch, cluster):
     """The per-trial theory checks of the global experiment are independent runs of the sweep
     API, on the very draws of the batched :func:`run_global`."""
-    cfg = att.AttGlobalConfig(n_trials=3, n_steps=10)
+    cfg = att.GlobalConfig(n_trials=3, n_steps=10)
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
     serial = att.global_theory(cfg, progress=False)
     clus = att.global_theory(cfg, scheduler=cluster, progress=False)

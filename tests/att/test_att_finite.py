@@ -20,7 +20,8 @@ from ntpcore.att import (
     token_priority_graphs,
 )
 from ntpcore.att.data import sample_dataset, toy_dataset
-from ntpcore.att.dynamics import make_problem, run_descent
+from ntpcore.att.descent import run_descent
+from ntpcore.att.dynamics import make_problem
 
 LOG2 = np.log(2.0)
 
@@ -99,7 +100,7 @@ def test_regularization_path():
     W^fin."""
     data = _cyclic(0)
     radii = [1.0, 3.0, 10.0, 30.0]
-    WR = regularization_path(data.E, data.tokens, data.labels, radii)
+    WR = regularization_path(data.E, data.tokens, data.labels, radii)["W"]
     W_svm = graph_svm(data.E, data.tokens, data.labels)
     W_fin = finite_component(data.E, data.tokens, data.labels)
     c = cos(WR, W_svm)
@@ -127,7 +128,7 @@ def test_regularization_path_never_accepts_an_inaccurate_solve(monkeypatch):
         return out
 
     monkeypatch.setattr(cp.Problem, "solve", inaccurate_first)
-    WR = regularization_path(data.E, data.tokens, data.labels, [2.0])
+    WR = regularization_path(data.E, data.tokens, data.labels, [2.0])["W"]
     assert len(calls) == 2 and np.isfinite(WR).all()
 
     def always_inaccurate(self, *args, **kwargs):

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 import torch
 
-from ntpcore.att import dynamics
+from ntpcore.att import descent
 from ntpcore.att.data import random_labels, random_sequences, unit_embeddings
-from ntpcore.att.dynamics import _descend_loss_grad, _Kernel, descend, loss_grad, make_problem
-from ntpcore.att.experiments import AttGlobalConfig, AttLocalConfig, run_global, run_local
+from ntpcore.att.descent import _descend_loss_grad, _Kernel, descend
+from ntpcore.att.dynamics import loss_grad, make_problem
+from ntpcore.att.experiments import GlobalConfig, LocalConfig, run_global, run_local
 from ntpcore.bench import reference
 
 FAST = [("identity", "log"), ("general", "ce"), ("general", "squared")]
@@ -148,7 +149,7 @@ def test_scores_are_shifted_exactly_when_they_may_grow_large(monkeypatch):
     P = make_problem(E, tok, lab, mask=mask, sample_weight=weight)
     W0 = rng.standard_normal((len(E), 8, 8))
     a = descend(W0, P, eta=0.05, n_steps=120).W
-    monkeypatch.setattr(dynamics, "NO_SHIFT_BOUND", 0.0)
+    monkeypatch.setattr(descent, "NO_SHIFT_BOUND", 0.0)
     b = descend(W0, P, eta=0.05, n_steps=120).W
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-11)
     monkeypatch.undo()
@@ -163,7 +164,7 @@ def _close(ours, ref, keys, atol):
 
 
 def test_cyclic_experiment_equals_the_reference_formulation():
-    cfg = AttGlobalConfig(n_trials=3, n_steps=150)
+    cfg = GlobalConfig(n_trials=3, n_steps=150)
     ours, ref = run_global.__wrapped__(cfg), reference.cyclic(cfg)
     # W^svm: the active-set solver against cvxpy + Clarabel (its accuracy, about 1e-9).
     # (corr_full is not compared on a short run: the authors fit it with the reduced run's
@@ -178,12 +179,12 @@ def test_cyclic_experiment_equals_the_reference_formulation():
     np.testing.assert_allclose(ours["norm_diff"][moving], ref["norm_diff"][moving], atol=1e-12)
     assert np.abs(ours["norm_diff"] - ref["norm_diff"]).max() <= 2 * cfg.step_size
     # the comparison can fail: a reference with another step size is told apart
-    other = reference.cyclic(AttGlobalConfig(n_trials=3, n_steps=150, step_size=0.0101))
+    other = reference.cyclic(GlobalConfig(n_trials=3, n_steps=150, step_size=0.0101))
     assert np.max(np.abs(other["corr_svm"] - ours["corr_svm"])) > 1e-5
 
 
 def test_local_experiment_equals_the_reference_formulation():
-    cfg = AttLocalConfig(n_trials=2, n_steps=100)
+    cfg = LocalConfig(n_trials=2, n_steps=100)
     ours, ref = run_local.__wrapped__(cfg), reference.local(cfg)
     atol = {
         "corr_global": 1e-7,

@@ -1,8 +1,8 @@
 """Mutations of the attention paper (Li et al., AISTATS 2024): errors a run must catch.
 
-Each entry wraps one function where the code under test looks it up (mostly the names that
-``ntpcore.att.experiments`` imports, so that the independent checks of
-:mod:`ntpcore.att.verify` still see the true objects), or a function of
+Each entry wraps one function where the code under test looks it up: in the modules of
+``ntpcore.att.experiments`` (imported first; ``_replace(..., where=...)``), so that the
+independent checks of :mod:`ntpcore.att.verify` still see the true objects, or a function of
 :mod:`ntpcore.att.plots`; see :mod:`ntpcore.pipeline.mutations`.  Perturbations are
 deterministic (a seeded numpy generator).
 """
@@ -14,10 +14,10 @@ from ntpcore.pipeline.mutations import Mutation
 # W^fin: the experiments and the automaton (conceptual figure, playground) each import it.
 _WFIN = """
 import numpy as _np
-import ntpcore.att.automaton as _auto
-import ntpcore.att.experiments as _exp
+import ntpcore.att.experiments
+import ntpcore.att.finite as _fin
 
-_orig = _exp.finite_component
+_orig = _fin.finite_component
 
 
 def _mutated(*args, **kwargs):
@@ -27,15 +27,16 @@ def _mutated(*args, **kwargs):
     return W
 
 
-_replace(_exp, "finite_component", _mutated)
-_replace(_auto, "finite_component", _mutated)
+_replace(
+    _fin, "finite_component", _mutated, where=("ntpcore.att.experiments", "ntpcore.att.automaton")
+)
 """
 
 # W^svm: the experiments import graph_svm_from_graphs; graph_svm (automaton) calls it in svm.
 _WSVM = """
 import dataclasses as _dc
 import numpy as _np
-import ntpcore.att.experiments as _exp
+import ntpcore.att.experiments
 import ntpcore.att.svm as _svm
 
 _orig = _svm.graph_svm_from_graphs
@@ -49,15 +50,17 @@ def _mutated(*args, **kwargs):
     return _dc.replace(res, W=W)
 
 
-_replace(_exp, "graph_svm_from_graphs", _mutated)
-_replace(_svm, "graph_svm_from_graphs", _mutated)
+_replace(
+    _svm, "graph_svm_from_graphs", _mutated, where=("ntpcore.att.experiments", "ntpcore.att.svm")
+)
 """
 
 # The descent loop of every trained model of the experiments (run_global calls descend,
 # the others run_descent, which calls descend; both take the same keywords).
 _DESCENT = """
 import numpy as _np
-import ntpcore.att.experiments as _exp
+import ntpcore.att.experiments
+import ntpcore.att.descent as _des
 
 
 def _mutated(_orig, W0, P, **kw):
@@ -65,10 +68,14 @@ def _mutated(_orig, W0, P, **kw):
     return _orig(W0, P, **kw)
 
 
-_run_descent, _descend = _exp.run_descent, _exp.descend
-_replace(_exp, "run_descent", lambda W0, P, **kw: _mutated(_run_descent, W0, P, **kw))
+_run_descent, _descend = _des.run_descent, _des.descend
+_replace(_des, "run_descent", lambda W0, P, **kw: _mutated(_run_descent, W0, P, **kw),
+         where=("ntpcore.att.experiments",))
 # run_global's descent only: run_descent calls the unwrapped descend (wrapped once)
-_exp.descend = lambda W0, P, **kw: _mutated(_descend, W0, P, **kw)
+_replace(
+    _des, "descend", lambda W0, P, **kw: _mutated(_descend, W0, P, **kw),
+    where=("ntpcore.att.experiments",),
+)
 """
 
 # The mean ± std band of the curve figures (the notebooks import it after start-up).
@@ -147,10 +154,10 @@ MUTATIONS = [
         ("att-conceptual", "att-scc-statistics"),
         """
         import dataclasses as _dc
-        import ntpcore.att.automaton as _auto
-        import ntpcore.att.experiments as _exp
+        import ntpcore.att.experiments
+        import ntpcore.att.priority as _priority
 
-        _orig = _exp.scc_structures
+        _orig = _priority.scc_structures
 
 
         def _merge(s):
@@ -169,8 +176,8 @@ MUTATIONS = [
             return [_merge(s) for s in _orig(graphs)]
 
 
-        _replace(_exp, "scc_structures", _mutated)
-        _replace(_auto, "scc_structures", _mutated)
+        _replace(_priority, "scc_structures", _mutated,
+                 where=("ntpcore.att.experiments", "ntpcore.att.automaton"))
         """,
     ),
     Mutation(
@@ -181,7 +188,7 @@ MUTATIONS = [
         "(j -> y instead of y -> j)",
         ("att-cyclic-convergence",),
         """
-        import ntpcore.att.experiments as _exp
+        import ntpcore.att.experiments
         import ntpcore.att.svm as _svm
 
         _orig = _svm.graph_svm_from_graphs
@@ -199,8 +206,10 @@ MUTATIONS = [
             return _orig(E, graphs, **kwargs)
 
 
-        _replace(_exp, "graph_svm_from_graphs", _mutated)
-        _replace(_svm, "graph_svm_from_graphs", _mutated)
+        _replace(
+            _svm, "graph_svm_from_graphs", _mutated,
+            where=("ntpcore.att.experiments", "ntpcore.att.svm"),
+        )
         """,
     ),
     # ------------------------------------------------------------------ last token
@@ -212,9 +221,10 @@ MUTATIONS = [
         ("att-acyclic-small-lr",),
         """
         import dataclasses as _dc
-        import ntpcore.att.experiments as _exp
+        import ntpcore.att.dynamics as _dyn
+        import ntpcore.att.experiments
 
-        _orig = _exp.make_problem
+        _orig = _dyn.make_problem
 
 
         def _mutated(*args, **kwargs):
@@ -223,7 +233,7 @@ MUTATIONS = [
             return _dc.replace(P, xbar=P.X[:, :, -2].copy())
 
 
-        _replace(_exp, "make_problem", _mutated)
+        _replace(_dyn, "make_problem", _mutated, where=("ntpcore.att.experiments",))
         """,
     ),
     # ------------------------------------------------------------------ training
@@ -266,9 +276,10 @@ MUTATIONS = [
         ("att-reg-path",),
         """
         import numpy as _np
-        import ntpcore.att.experiments as _exp
+        import ntpcore.att.experiments
+        import ntpcore.att.regpath as _regpath
 
-        _orig = _exp.regularization_path
+        _orig = _regpath.regularization_path
 
 
         def _mutated(E, tokens, labels, radii, **kwargs):
@@ -276,7 +287,7 @@ MUTATIONS = [
             return _orig(E, tokens, labels, _np.sqrt(_np.asarray(radii, float)), **kwargs)
 
 
-        _replace(_exp, "regularization_path", _mutated)
+        _replace(_regpath, "regularization_path", _mutated, where=("ntpcore.att.experiments",))
         """,
     ),
     # ------------------------------------------------------------------ data

@@ -23,6 +23,13 @@ Directives (MyST pages only):
     provenance sidecars: id and template notebook, paper label, the run (profile, commit,
     runtime), key metric.
 
+Run the template: every executed page (``book/executed/<fig-id>``) opens, under its title,
+with links that run its *template* notebook (``notebooks/...``, the registry's ``notebook``)
+on Colab and on Binder (:mod:`ntpcore.pipeline.launch`), from the repository and branch of
+``_config.yml`` (``repository:``, the one place they are set; Jupyter Book passes them as
+the theme's ``repository_url`` and ``repository_branch``).  Plain links: nothing is fetched
+when the page loads.
+
 Links to statements: a Markdown link whose target is the label of a ``{prf:...}`` directive,
 ``[*Theorem: Implicit bias of gradient descent*](lin-thm-gd)`` (what the runner writes for a
 notebook's ``[book: ...]`` references, :mod:`ntpcore.pipeline.bookrefs`), links to the
@@ -43,7 +50,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
-from ntpcore.pipeline import paths
+from ntpcore.pipeline import launch, paths
 from ntpcore.pipeline.registry import load_registry
 
 logger = logging.getLogger(__name__)
@@ -982,8 +989,54 @@ class StatementLinks(SphinxPostTransform):
             node.replace_self(ref)
 
 
+EXECUTED_PREFIX = "book/executed/"
+
+
+def launch_paragraph(notebook: str, repo: launch.Repository) -> nodes.paragraph:
+    """The paragraph under an executed page's title: its template, on Colab and on Binder."""
+    para = nodes.paragraph(classes=["ntp-launch"])
+    para += nodes.Text("Run the template notebook ")
+    para += nodes.literal(text=notebook)
+    para += nodes.Text(" yourself: ")
+    para += nodes.reference("", "open in Colab", refuri=launch.colab_url(repo, notebook))
+    para += nodes.Text(" (installs the package first) or ")
+    para += nodes.reference("", "launch on Binder", refuri=launch.binder_url(repo, notebook))
+    para += nodes.Text(
+        " (builds the repository’s environment). Its defaults make the paper figure; "
+        "a run there is an exploration and says where its outputs went."
+    )
+    return para
+
+
+def _add_launch_links(app, doctree) -> None:
+    """``doctree-read``: the launch paragraph under the title of an executed page."""
+    docname = app.env.docname
+    if not docname.startswith(EXECUTED_PREFIX):
+        return
+    fig_id = docname[len(EXECUTED_PREFIX) :]
+    entry = load_registry().get(fig_id)
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if entry is None or section is None or not isinstance(section[0], nodes.title):
+        logger.warning(
+            "ntpbook: %s is not a registered figure with a title; no Colab/Binder links",
+            docname,
+            location=docname,
+        )
+        return
+    options = app.config.html_theme_options or {}
+    try:
+        repo = launch.Repository(
+            str(options.get("repository_url") or ""), str(options.get("repository_branch") or "")
+        )
+    except launch.LaunchError as exc:
+        logger.warning("ntpbook: no Colab/Binder links: %s", exc, location=docname)
+        return
+    section.insert(1, launch_paragraph(entry.notebook, repo))
+
+
 def setup(app):
     app.connect("html-page-context", _dedupe_scripts, priority=1000)  # after the others
+    app.connect("doctree-read", _add_launch_links)
     app.add_post_transform(StatementLinks)
     app.add_directive("ntp-performance", NTPPerformance)
     app.add_directive("ntpfigure", NTPFigure)

@@ -8,6 +8,15 @@ runner uses it to stage a notebook's figures until the notebook has succeeded),
 ``NTP_EXECUTED_DIR`` redirects executed notebooks (``make test`` keeps its quick-profile
 copies apart from the book's), ``NTP_CACHE_DIR`` redirects the computation cache and
 ``NTP_FAILED_DIR`` where the runner keeps failed runs (the mutation runs keep theirs apart).
+
+**A checkout or an installed package.**  The package runs from a checkout of the repository
+when the registry ``figures.yml`` sits beside it (:data:`CHECKOUT`): an editable install,
+``PYTHONPATH``, Binder.  Installed from a wheel (``pip install``, Colab) there is no
+repository: a notebook run is an exploration whose outputs (figure, sidecar, claims) go to
+``ntp-outputs/<fig_id>/`` and the computation cache to ``ntp-outputs/cache/``, both in the
+working directory -- the notebook's own folder under Jupyter and papermill -- and a
+relative override above is taken from there.  The runner, the registry and the book need a
+checkout.
 """
 
 from __future__ import annotations
@@ -21,12 +30,23 @@ BOOK_DIR = ROOT / "book"
 EXECUTED_DIR = BOOK_DIR / "executed"
 REGISTRY = ROOT / "figures.yml"
 RESULTS_DIR = ROOT / "results"
+#: whether the package runs from a checkout of the repository (the registry beside it) and
+#: not from an installed wheel
+CHECKOUT = REGISTRY.is_file()
+#: where an installed package's notebook runs write, in their working directory
+INSTALLED_OUTPUTS = "ntp-outputs"
+
+
+def _base() -> Path:
+    """What relative overrides are taken from: the checkout, or (installed) the working
+    directory."""
+    return ROOT if CHECKOUT else Path.cwd()
 
 
 def _env_dir(var: str, default: Path) -> Path:
     """``$var`` if set (a relative path is taken from the repository root), else default."""
     value = os.environ.get(var)
-    return (ROOT / value).resolve() if value else default
+    return (_base() / value).resolve() if value else default
 
 
 def figure_dir() -> Path:
@@ -35,12 +55,15 @@ def figure_dir() -> Path:
 
 
 def explore_dir(fig_id: str) -> Path:
-    """Where an explored run of ``fig_id`` goes: ``results/explore/<fig_id>/``.
+    """Where an explored run of ``fig_id`` goes: ``results/explore/<fig_id>/`` in a checkout,
+    ``ntp-outputs/<fig_id>/`` in the working directory of an installed package.
 
     An explored run is any run that is not the runner reproducing the registry's figure:
     a notebook run by hand (e.g. *Run All* in JupyterLab) or a runner call with ``--set``.
     It never writes ``book/figures``, so the book never shows it as the paper's figure.
     """
+    if not CHECKOUT:
+        return Path.cwd() / INSTALLED_OUTPUTS / fig_id
     return RESULTS_DIR / "explore" / fig_id
 
 
@@ -48,7 +71,7 @@ def output_dir(fig_id: str) -> Path:
     """Where a notebook writes its figure: ``$NTP_FIGURE_DIR`` (set by the runner and the
     tests), else the explore folder of the figure."""
     value = os.environ.get("NTP_FIGURE_DIR")
-    return (ROOT / value).resolve() if value else explore_dir(fig_id)
+    return (_base() / value).resolve() if value else explore_dir(fig_id)
 
 
 def executed_dir() -> Path:
@@ -62,8 +85,10 @@ def failed_dir(default: Path) -> Path:
 
 
 def cache_dir() -> Path:
-    """Root of the computation cache (``results/cache`` by default)."""
-    return _env_dir("NTP_CACHE_DIR", RESULTS_DIR / "cache")
+    """Root of the computation cache: ``results/cache`` in a checkout, ``ntp-outputs/cache``
+    in the working directory of an installed package."""
+    default = RESULTS_DIR / "cache" if CHECKOUT else Path.cwd() / INSTALLED_OUTPUTS / "cache"
+    return _env_dir("NTP_CACHE_DIR", default)
 
 
 FIGURE_DIR = BOOK_DIR / "figures"

@@ -3,7 +3,9 @@
 :func:`savefig` writes ``<fig_id>.png`` (for the book), ``<fig_id>.pdf`` (paper quality)
 and ``<fig_id>.json`` (the sidecar) to :func:`ntpcore.pipeline.paths.output_dir`: the
 folder the runner gives (``$NTP_FIGURE_DIR``), or, for a notebook run by hand,
-``results/explore/<fig_id>/`` -- an explored run never replaces the book's figure.  Figures are
+``results/explore/<fig_id>/`` -- an explored run never replaces the book's figure -- and,
+with the package installed without a checkout, ``ntp-outputs/<fig_id>/`` beside the notebook
+(:mod:`ntpcore.pipeline.paths`); an explored run says where its outputs went.  Figures are
 byte-stable from run to run: the PNG/PDF metadata carry the figure id and the commit
 but no dates or software versions.  The sidecar records the merged parameters, the
 profile, the commit and dirty flag, package versions, seeds, wall time and the key
@@ -36,7 +38,10 @@ PROFILES = ("paper", "quick")
 
 
 def git_state() -> dict[str, Any]:
-    """Commit SHA and dirty flag of the repository (``None`` outside a git checkout)."""
+    """Commit SHA and dirty flag of the repository (``None`` outside a git checkout, and for
+    an installed package, whose folder may sit inside someone else's repository)."""
+    if not paths.CHECKOUT:
+        return {"commit": None, "dirty": None}
 
     def _git(*args: str) -> str | None:
         try:
@@ -152,8 +157,20 @@ def savefig(
     write_text_atomic(outdir / f"{fig_id}.data.json", json.dumps({"fig_id": fig_id, **data}))
     write_text_atomic(outdir / f"{fig_id}.json", json.dumps(sidecar, indent=2, sort_keys=True))
     if outdir == paths.explore_dir(fig_id):
-        print(
-            f"Explored run: figure and sidecar written to {outdir}; the book's figure "
-            f"(python -m ntpcore.reproduce --only {fig_id}) is unchanged."
-        )
+        print(explored_line(fig_id, outdir))
     return sidecar
+
+
+def explored_line(fig_id: str, outdir) -> str:
+    """The line an explored run prints: where its outputs went, and that they are not the
+    book's figure."""
+    if not paths.CHECKOUT:
+        return (
+            f"Exploration (ntpcore {ntpcore.__version__} installed, no checkout): figure, "
+            f"sidecar and claims written to {outdir}/, beside this notebook; the book's "
+            f"figures are made in a checkout by python -m ntpcore.reproduce."
+        )
+    return (
+        f"Explored run: figure and sidecar written to {outdir}; the book's figure "
+        f"(python -m ntpcore.reproduce --only {fig_id}) is unchanged."
+    )

@@ -132,6 +132,17 @@ class FigureEntry:
 def load_registry(path: Path | None = None) -> dict[str, FigureEntry]:
     """Read and check figures.yml; raise :class:`RegistryError` naming the bad entry."""
     path = path or paths.REGISTRY
+    if not path.is_file():
+        raise RegistryError(
+            f"{path} does not exist"
+            + (
+                ""
+                if paths.CHECKOUT
+                else ": the registry and the runner need a checkout of the repository; with "
+                "the package installed, run a template notebook (it writes ntp-outputs/ "
+                "beside itself)"
+            )
+        )
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:

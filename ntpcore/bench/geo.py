@@ -9,7 +9,7 @@ cross-entropy over the :math:`n` training pairs (book: ``geo-eq-summed-loss``):
 
 * :func:`naive_epoch_seconds` -- the left side, the authors' formulation: every pair through
   the model, autograd, the default ``torch.optim.AdamW``;
-* :func:`epoch_seconds` -- the right side, this project's :func:`ntpcore.geo.train.train`
+* :func:`epoch_seconds` -- the right side, this project's :func:`ntpcore.geo.train.train_model`
   on the :math:`m` distinct contexts with their counts.
 
 :func:`benchmark_nuclear_svm` times the specialised solver of the nuclear-norm NTP-SVM
@@ -28,11 +28,11 @@ from numpy.typing import NDArray
 
 from ntpcore.geo import nuclear_svm_cvxpy, solve_nuclear_svm
 from ntpcore.geo.data import ContextDataset
-from ntpcore.geo.train import TrainConfig, build_model, train
+from ntpcore.geo.train import TrainerConfig, build_model, train_model
 
 
 def naive_epoch_seconds(
-    ds: ContextDataset, cfg: TrainConfig, n_epochs: int = 10, warmup: int = 2
+    ds: ContextDataset, cfg: TrainerConfig, n_epochs: int = 10, warmup: int = 2
 ) -> float:
     """Seconds per epoch of the authors' formulation, for timing comparisons only.
 
@@ -69,10 +69,11 @@ def naive_epoch_seconds(
     return (time.perf_counter() - t0) / n_epochs
 
 
-def epoch_seconds(ds: ContextDataset, cfg: TrainConfig, n_epochs: int = 10) -> float:
-    """Seconds per epoch of :func:`ntpcore.geo.train.train` (this project's formulation), CPU."""
+def epoch_seconds(ds: ContextDataset, cfg: TrainerConfig, n_epochs: int = 10) -> float:
+    """Seconds per epoch of :func:`ntpcore.geo.train.train_model` (this project's formulation),
+    CPU."""
     cfg = dataclasses.replace(cfg, n_epochs=n_epochs, n_records=2)
-    return float(train(ds, cfg, progress=False, device="cpu")["sec_per_epoch"])
+    return float(train_model(ds, cfg, progress=False, device="cpu")["sec_per_epoch"])
 
 
 def random_supports(V: int, m: int, k_max: int, seed: int) -> NDArray[np.bool_]:

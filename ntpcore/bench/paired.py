@@ -24,9 +24,10 @@ att_local
     :func:`ntpcore.att.experiments.run_local` (general head; both losses) against
     :func:`ntpcore.bench.reference.local`.  Target 100x.
 ufm
-    :func:`ntpcore.geo.train.train_ufm_numpy` (float64, distinct contexts, closed-form gradient,
-    fused AdamW) against :func:`ntpcore.bench.reference.ufm` (float32, the ``n`` samples,
-    autograd, ``torch.optim.AdamW``), 30k epochs on the synthetic set.  Target 10x.  The
+    :func:`ntpcore.geo.train.numpy_ufm.train_ufm_numpy` (float64, distinct contexts,
+    closed-form gradient, fused AdamW) against :func:`ntpcore.bench.reference.ufm` (float32,
+    the ``n`` samples, autograd, ``torch.optim.AdamW``), 30k epochs on the synthetic set.
+    Target 10x.  The
     statistics are compared with the reference run in float64 (one more, untimed, child):
     in float32 the reference itself drifts from the float64 trajectory.
 
@@ -116,9 +117,9 @@ def _config(case: str, quick: bool):
         from ntpcore.att.experiments import LocalConfig
 
         return LocalConfig(n_trials=2) if quick else LocalConfig()
-    from ntpcore.geo.train import TrainConfig
+    from ntpcore.geo.train import TrainerConfig
 
-    return TrainConfig(n_epochs=3000) if quick else TrainConfig()
+    return TrainerConfig(n_epochs=3000) if quick else TrainerConfig()
 
 
 # ----------------------------------------------------------------------------- child

@@ -328,10 +328,10 @@ def local(cfg) -> dict[str, Any]:
 
 
 def ufm(ds, cfg, dtype: torch.dtype = torch.float32) -> dict[str, Any]:
-    """The UFM of ``cfg`` (a :class:`ntpcore.geo.train.TrainConfig`) on ``ds`` the authors'
+    """The UFM of ``cfg`` (a :class:`ntpcore.geo.train.TrainerConfig`) on ``ds`` the authors'
     way: the ``n`` one-hot samples through ``Linear(m, d)`` then ``Linear(d, V)``, the summed
     cross-entropy, default ``torch.optim.AdamW`` and ``MultiStepLR``, ``dtype`` (torch's
-    default float32).  Same initial values as the project (:func:`ntpcore.geo.train.train`).
+    default float32).  Same initial values as the project (:func:`ntpcore.geo.train.train_model`).
 
     Returns ``epoch`` (record epochs), ``W``, ``H`` snapshots there, and the final
     ``ce_minus_H``, ``W_norm``, ``H_norm``, ``L_norm`` (float64, from the snapshots).

@@ -424,7 +424,7 @@ def bench_trainers(quick: bool) -> list[dict]:
     from ntpcore.bench.geo import epoch_seconds, naive_epoch_seconds
     from ntpcore.geo.synthetic import synthetic_dataset
     from ntpcore.geo.text import text_dataset
-    from ntpcore.geo.train import TrainConfig
+    from ntpcore.geo.train import TrainerConfig
 
     datasets = {"synthetic": synthetic_dataset()}
     if not quick:
@@ -432,7 +432,7 @@ def bench_trainers(quick: bool) -> list[dict]:
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     for ds_name, ds in datasets.items():
         for model in ("ufm", "transformer", "lstm"):
-            cfg = TrainConfig(model=model)
+            cfg = TrainerConfig(model=model)
             n_ep = 20 if model != "ufm" else 200
             naive = naive_epoch_seconds(ds, cfg, n_epochs=max(3, n_ep // 10))
             ours = epoch_seconds(ds, cfg, n_epochs=n_ep)

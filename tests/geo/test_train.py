@@ -7,6 +7,8 @@ an uninterrupted one; training is deterministic given the seed.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -16,6 +18,7 @@ from ntpcore.geo import ce
 from ntpcore.geo import train as gt
 from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.synthetic import synthetic_dataset
+from ntpcore.geo.train import numpy_ufm, torch_nets
 
 SMALL = {"d": 16, "tf_layers": 1, "tf_heads": 2, "lstm_layers": 1}
 
@@ -25,16 +28,16 @@ def synth() -> ContextDataset:
     return synthetic_dataset(seed=0)
 
 
-def _cfg(model: str, **kw) -> gt.TrainConfig:
+def _cfg(model: str, **kw) -> gt.TrainerConfig:
     base = {**SMALL, "n_epochs": 40, "n_records": 8, "lr": 1e-3, "lr_milestones": (15, 30)}
     base.update(kw)
     if model == "ufm":
         base["d"] = kw.get("d", 8)
-    return gt.TrainConfig(model=model, **base)
+    return gt.TrainerConfig(model=model, **base)
 
 
 def test_lr_schedule_matches_multistep_lr() -> None:
-    cfg = gt.TrainConfig(lr=1e-4, lr_milestones=(5, 10, 15, 20, 25))
+    cfg = gt.TrainerConfig(lr=1e-4, lr_milestones=(5, 10, 15, 20, 25))
     p = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.SGD([p], lr=cfg.lr)
     sched = torch.optim.lr_scheduler.MultiStepLR(opt, list(cfg.lr_milestones), cfg.lr_gamma)
@@ -42,7 +45,7 @@ def test_lr_schedule_matches_multistep_lr() -> None:
         assert opt.param_groups[0]["lr"] == pytest.approx(gt.lr_at(cfg, k), rel=1e-12)
         opt.step()
         sched.step()
-    assert gt.lr_at(gt.TrainConfig(), 29999) == pytest.approx(1e-4 * 0.4**5)
+    assert gt.lr_at(gt.TrainerConfig(), 29999) == pytest.approx(1e-4 * 0.4**5)
 
 
 def test_record_epochs() -> None:
@@ -98,9 +101,9 @@ def test_numpy_ufm_equals_torch_adamw(synth: ContextDataset) -> None:
 @pytest.mark.parametrize("model", ["ufm", "transformer", "lstm"])
 def test_training_is_deterministic_given_seed(synth: ContextDataset, model: str) -> None:
     cfg = _cfg(model, n_epochs=12)
-    a = gt.train(synth, cfg, progress=False, device="cpu")
-    b = gt.train(synth, cfg, progress=False, device="cpu")
-    c = gt.train(synth, gt.replace(cfg, seed=1), progress=False, device="cpu")
+    a = gt.train_model(synth, cfg, progress=False, device="cpu")
+    b = gt.train_model(synth, cfg, progress=False, device="cpu")
+    c = gt.train_model(synth, dataclasses.replace(cfg, seed=1), progress=False, device="cpu")
     for k in ("ce", "W_norm", "H_norm", "W", "H", "b", "W_final"):
         np.testing.assert_array_equal(a[k], b[k])
     assert not np.array_equal(a["W_final"], c["W_final"])
@@ -112,23 +115,27 @@ def test_resume_from_checkpoint_equals_uninterrupted(
 ) -> None:
     n = 600 if model == "ufm" else 30
     cfg = _cfg(model, n_epochs=n, n_records=10, lr_milestones=(n // 3,))
-    full = gt.train(synth, cfg, progress=False, device="cpu")
+    full = gt.train_model(synth, cfg, progress=False, device="cpu")
 
     ckpt = tmp_path / ("run.npz" if model == "ufm" else "run.pt")
     real_lr_at = gt.lr_at
     stop = 2 * n // 3
 
-    def crashing_lr_at(c: gt.TrainConfig, step: int) -> float:
+    def crashing_lr_at(c: gt.TrainerConfig, step: int) -> float:
         if step == stop:
             raise KeyboardInterrupt
         return real_lr_at(c, step)
 
-    monkeypatch.setattr(gt, "lr_at", crashing_lr_at)
+    # where the model's trainer looks it up
+    trainer = numpy_ufm if model == "ufm" else torch_nets
+    monkeypatch.setattr(trainer, "lr_at", crashing_lr_at)
     with pytest.raises(KeyboardInterrupt):
-        gt.train(synth, cfg, progress=False, device="cpu", checkpoint=ckpt, checkpoint_seconds=0)
+        gt.train_model(
+            synth, cfg, progress=False, device="cpu", checkpoint=ckpt, checkpoint_seconds=0
+        )
     assert ckpt.exists()
-    monkeypatch.setattr(gt, "lr_at", real_lr_at)
-    resumed = gt.train(synth, cfg, progress=False, device="cpu", checkpoint=ckpt)
+    monkeypatch.setattr(trainer, "lr_at", real_lr_at)
+    resumed = gt.train_model(synth, cfg, progress=False, device="cpu", checkpoint=ckpt)
     assert not ckpt.exists()  # removed after a completed run
     for k in ("epoch", "ce", "W_norm", "pf_dist", "W", "H", "W_final", "H_final"):
         np.testing.assert_array_equal(full[k], resumed[k])
@@ -136,7 +143,7 @@ def test_resume_from_checkpoint_equals_uninterrupted(
 
 def test_recorded_metrics_are_consistent(synth: ContextDataset) -> None:
     cfg = _cfg("lstm", n_epochs=20)
-    r = gt.train(synth, cfg, progress=False, device="cpu")
+    r = gt.train_model(synth, cfg, progress=False, device="cpu")
     L = r["W_final"] @ r["H_final"] + r["b_final"][:, None]
     assert r["epoch"][-1] == 20
     assert r["ce"][-1] == pytest.approx(ce(L, synth.P, synth.pi), rel=1e-5)

@@ -55,7 +55,7 @@ def test_protocol_is_declared_once() -> None:
     protocol = {f.name for f in dataclasses.fields(gt.TrainProtocol)}
     data = {f.name for f in dataclasses.fields(DataConfig)}
     for cls, own in (
-        (gt.TrainConfig, {"model", "tf_layers", "tf_heads", "lstm_layers", "lstm_bias", "dtype"}),
+        (gt.TrainerConfig, {"model", "tf_layers", "tf_heads", "lstm_layers", "lstm_bias", "dtype"}),
         (ex.RunConfig, data | {"model"}),
         (ex.ModelsConfig, data | {"models"}),
         (ex.EvolutionConfig, data | {"model", "snapshot_epochs"}),
@@ -64,7 +64,7 @@ def test_protocol_is_declared_once() -> None:
         assert issubclass(cls, gt.TrainProtocol)
         assert {f.name for f in dataclasses.fields(cls)} == protocol | own, cls
     # the protocol's validation runs in every configuration built on it
-    for cls in (gt.TrainConfig, ex.RunConfig, ex.ModelsConfig):
+    for cls in (gt.TrainerConfig, ex.RunConfig, ex.ModelsConfig):
         with pytest.raises(DataError):
             cls(lr=0.0)
     run = ex.ModelsConfig(models=("transformer",), **TINY).run("transformer")

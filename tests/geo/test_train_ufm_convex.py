@@ -92,7 +92,7 @@ def test_adamw_ufm_paper_protocol_matches_the_theory(
     synth: ContextDataset, L_mm: np.ndarray
 ) -> None:
     """Paper protocol (30k AdamW epochs, ~1 s): the path theorem on the synthetic set."""
-    r = gt.train_ufm_numpy(synth, gt.TrainConfig(), progress=False)
+    r = gt.train_ufm_numpy(synth, gt.TrainerConfig(), progress=False)
     ep = r["epoch"]
     i1k, i10k, iend = (int(np.searchsorted(ep, k)) for k in (1000, 10000, 30000))
     # CE -> H and P_F(L) -> L^in (finite in-support logits)

@@ -12,6 +12,7 @@ import torch
 from ntpcore.bench import reference
 from ntpcore.geo import train as gt
 from ntpcore.geo.synthetic import synthetic_dataset
+from ntpcore.geo.train import numpy_ufm
 
 KEYS = ("ce_minus_H", "W_norm", "H_norm", "L_norm")
 
@@ -21,8 +22,8 @@ def synth():
     return synthetic_dataset(seed=0)
 
 
-def _cfg(**kw) -> gt.TrainConfig:
-    return gt.TrainConfig(**{"n_epochs": 400, "lr": 3e-3, "lr_milestones": (150, 300), **kw})
+def _cfg(**kw) -> gt.TrainerConfig:
+    return gt.TrainerConfig(**{"n_epochs": 400, "lr": 3e-3, "lr_milestones": (150, 300), **kw})
 
 
 def test_ufm_equals_the_per_sample_reference_in_float64(synth):
@@ -42,7 +43,7 @@ def test_fused_kernel_and_unshifted_logits_change_nothing_but_rounding(synth, mo
     cfg = _cfg(n_epochs=300)
     fast = gt.train_ufm_numpy(synth, cfg, progress=False)
     monkeypatch.delattr(torch, "_fused_adamw_")  # the numpy AdamW
-    monkeypatch.setattr(gt, "_UFM_NO_SHIFT", -1.0)  # every epoch shifts its logits
+    monkeypatch.setattr(numpy_ufm, "_UFM_NO_SHIFT", -1.0)  # every epoch shifts its logits
     slow = gt.train_ufm_numpy(synth, cfg, progress=False)
     for k in (*KEYS, "W_final", "H_final"):
         np.testing.assert_allclose(fast[k], slow[k], rtol=1e-11, atol=1e-13, err_msg=k)

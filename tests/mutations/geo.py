@@ -1,9 +1,8 @@
 """Mutations of the geometry paper (Zhao et al., COLM 2024): errors a run must catch.
 
-Each entry wraps one function of ``ntpcore.geo`` where the experiments of
-``ntpcore.geo.experiments`` look it up (the package face ``ntpcore.geo``, the training module
-``ntpcore.geo.train`` read as ``gt``, the dataset generators as imported by the experiment
-modules), or one matplotlib call of one figure; see :mod:`ntpcore.pipeline.mutations`.
+Each entry replaces one function of ``ntpcore.geo`` wherever the package binds it
+(``_replace``; narrowed with ``where=`` where the claims' own checks must keep the true
+function), or one matplotlib call of one figure; see :mod:`ntpcore.pipeline.mutations`.
 """
 
 from __future__ import annotations
@@ -39,13 +38,13 @@ _replace(_geo, "solve_nuclear_svm", _mutated)
 _replace(_svm, "solve_nuclear_svm", _mutated)
 """
 
-# ``gt.train`` as ntpcore.geo.experiments.training calls it; ``{body}`` edits ``cfg``, the
-# run's TrainConfig (frozen: use dataclasses.replace).
+# ``train_model`` (ntpcore.geo.train) as ntpcore.geo.experiments.training calls it; ``{body}``
+# edits ``cfg``, the run's TrainerConfig (frozen: use dataclasses.replace).
 _TRAIN = """
 import dataclasses as _dc
 import ntpcore.geo.train as _gt
 
-_orig = _gt.train
+_orig = _gt.train_model
 
 
 def _mutated(ds, cfg, **kwargs):
@@ -53,7 +52,7 @@ def _mutated(ds, cfg, **kwargs):
     return _orig(ds, cfg, **kwargs)
 
 
-_replace(_gt, "train", _mutated)
+_replace(_gt, "train_model", _mutated)
 """
 
 # ``g.regularization_path`` as convex.run_reg_path calls it.
@@ -164,9 +163,10 @@ MUTATIONS = [
         ("geo-training-curves-synthetic",),
         """
         import math as _math
-        import ntpcore.geo.train as _gt
+        import ntpcore.core.logits as _logits
+        import ntpcore.geo.train
 
-        _orig = _gt.ce_excess
+        _orig = _logits.ce_excess
 
 
         def _mutated(*args, **kwargs):
@@ -174,7 +174,8 @@ MUTATIONS = [
             return _orig(*args, **kwargs) / _math.log(2.0)
 
 
-        _replace(_gt, "ce_excess", _mutated)
+        # the trainers' records only (the claims' own checks keep the true function)
+        _replace(_logits, "ce_excess", _mutated, where=("ntpcore.geo.train",))
         """,
     ),
     Mutation(

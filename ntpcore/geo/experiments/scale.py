@@ -23,7 +23,7 @@ For each ``m`` (:func:`svm_point`):
   ranks (singular values above :data:`RANK_TOL` times the largest);
 
 and (:func:`ufm_point`) the NTP-UFM :math:`L=WH` trained on the same set with the project's
-trainer (:func:`ntpcore.geo.train.train`, full-batch AdamW on the summed loss), recording
+trainer (:func:`ntpcore.geo.train.train_model`, full-batch AdamW on the summed loss), recording
 at log-spaced epochs [geo, Sec. 3, Fig. 2]:
 
 * :math:`\mathrm{CE}-\mathcal H` (book: ``geo-eq-ce``), which tends to 0;
@@ -53,7 +53,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.errors import DataError
-from ntpcore.geo import train as gt
 from ntpcore.geo.corpora import (
     DEFAULT_CORPUS,
     check_supports,
@@ -66,6 +65,8 @@ from ntpcore.geo.embeddings import balanced_factors, direction_distance, mm_embe
 from ntpcore.geo.experiments.datasets import data_fingerprint, narrow
 from ntpcore.geo.logits import centered_support, finite_logits
 from ntpcore.geo.svm_scale import solve_nuclear_svm_scale
+from ntpcore.geo.train import train_model
+from ntpcore.geo.train.protocol import TrainerConfig, TrainProtocol
 from ntpcore.pipeline.cache import OMIT_DEFAULT, cached
 
 #: singular values above RANK_TOL * sigma_max count towards the rank.  The paper counts above
@@ -101,10 +102,10 @@ class CorpusConfig:
 
 
 @dataclass(frozen=True)
-class ScaleConfig(gt.TrainProtocol, CorpusConfig):
+class ScaleConfig(TrainProtocol, CorpusConfig):
     """The figure: a corpus set, the ladder of ``m``, the SVM accuracy and the UFM protocol.
 
-    The training fields are :class:`ntpcore.geo.train.TrainProtocol`'s; the defaults here
+    The training fields are :class:`ntpcore.geo.train.protocol.TrainProtocol`'s; the defaults here
     compress the paper's schedule 20-fold (learning rate x 20, epochs and milestones / 20).
     """
 
@@ -132,8 +133,8 @@ class ScaleConfig(gt.TrainProtocol, CorpusConfig):
         return narrow(self, CorpusConfig)
 
     @property
-    def protocol(self) -> gt.TrainProtocol:
-        return narrow(self, gt.TrainProtocol)
+    def protocol(self) -> TrainProtocol:
+        return narrow(self, TrainProtocol)
 
 
 def full_dataset(cfg: CorpusConfig) -> ContextDataset:
@@ -232,7 +233,7 @@ class _SvmKey:
 @dataclass(frozen=True)
 class _UfmKey:
     svm: _SvmKey
-    protocol: gt.TrainProtocol
+    protocol: TrainProtocol
 
 
 def _svm_key(cfg: ScaleConfig, m: int) -> _SvmKey:
@@ -289,8 +290,8 @@ def _ufm_point(key: _UfmKey) -> dict[str, Any]:
     S = ds.S
     St = centered_support(S)
     L_in = finite_logits(ds.P)
-    tcfg = gt.TrainConfig(**dataclasses.asdict(key.protocol), model="ufm")
-    res = gt.train(ds, tcfg, progress=False)
+    tcfg = TrainerConfig(**dataclasses.asdict(key.protocol), model="ufm")
+    res = train_model(ds, tcfg, progress=False)
     names = ("dir_mm", "dir_proxy", "corr_H", "corr_W", "corr_H_proxy", "corr_W_proxy")
     out: dict[str, list[float]] = {k: [] for k in names}
     W_px, H_px = balanced_factors(St)

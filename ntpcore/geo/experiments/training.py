@@ -9,7 +9,7 @@ with :math:`L^{mm}`, so that the embeddings take the geometry of the balanced fa
 
 The notebooks build a :class:`ModelsConfig` (or a subclass adding a few figure-specific
 fields) from their parameters -- the field names are the notebook's parameter names; the
-training protocol is declared once in :class:`ntpcore.geo.train.TrainProtocol` -- and
+training protocol is declared once in :class:`ntpcore.geo.train.protocol.TrainProtocol` -- and
 call the functions below.  Everything expensive goes through
 :func:`ntpcore.pipeline.cache.cached`:
 
@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from ntpcore.errors import DataError
-from ntpcore.geo import train as gt
 from ntpcore.geo.embeddings import (
     balanced_factors,
     cosine_matrix,
@@ -47,6 +46,8 @@ from ntpcore.geo.embeddings import (
 from ntpcore.geo.experiments.datasets import DataConfig, data_fingerprint, load_dataset, narrow
 from ntpcore.geo.logits import centered_support, finite_logits, nuclear_norm
 from ntpcore.geo.svm import nuclear_svm
+from ntpcore.geo.train import train_model
+from ntpcore.geo.train.protocol import TrainerConfig, TrainProtocol
 from ntpcore.pipeline import paths
 from ntpcore.pipeline.cache import cache_key, cached, free_first
 
@@ -58,12 +59,12 @@ MODEL_LABELS = {"ufm": "UFM", "transformer": "Transformer", "lstm": "LSTM"}
 
 
 # ------------------------------------------------------------------------------------------
-# Configurations: a dataset (DataConfig) + the training protocol (gt.TrainProtocol) + own
+# Configurations: a dataset (DataConfig) + the training protocol (TrainProtocol) + own
 # ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class RunConfig(gt.TrainProtocol, DataConfig):
+class RunConfig(TrainProtocol, DataConfig):
     """One training run: a dataset, the protocol (defaults = paper) and a model."""
 
     model: str = "ufm"  # ufm | transformer | lstm
@@ -76,13 +77,14 @@ class RunConfig(gt.TrainProtocol, DataConfig):
     def data(self) -> DataConfig:
         return narrow(self, DataConfig)
 
-    def train_config(self) -> gt.TrainConfig:
-        """The :class:`~ntpcore.geo.train.TrainConfig` of this run (default architecture)."""
-        return narrow(self, gt.TrainConfig)
+    def train_config(self) -> TrainerConfig:
+        """The :class:`~ntpcore.geo.train.protocol.TrainerConfig` of this run (default
+        architecture)."""
+        return narrow(self, TrainerConfig)
 
 
 @dataclass(frozen=True)
-class ModelsConfig(gt.TrainProtocol, DataConfig):
+class ModelsConfig(TrainProtocol, DataConfig):
     """Parameters shared by the training notebooks: a dataset, the protocol, the models."""
 
     models: tuple[str, ...] = ("ufm", "transformer", "lstm")  # models to train
@@ -215,7 +217,7 @@ def _train_run(key: _RunKey) -> dict[str, Any]:
     ds = load_dataset(cfg)
     ckpt = checkpoint_path(cfg)
     ckpt.parent.mkdir(parents=True, exist_ok=True)
-    return gt.train(ds, cfg.train_config(), checkpoint=ckpt)
+    return train_model(ds, cfg.train_config(), checkpoint=ckpt)
 
 
 def train_runs(runs: list[RunConfig]) -> list[dict[str, Any]]:

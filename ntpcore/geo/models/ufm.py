@@ -10,7 +10,7 @@ columns of :math:`H \in \R^{d\times m}`) and every next token a free word embedd
 
 Two implementations share the initialisation :func:`init_ufm`: the torch module
 :class:`UFM` (autograd, used as an oracle and on the GPU) and the closed-form AdamW loop of
-:func:`ntpcore.geo.train.train_ufm_numpy` (the default: two matrices need no autograd).
+:func:`ntpcore.geo.train.numpy_ufm.train_ufm_numpy` (the default: two matrices need no autograd).
 """
 
 from __future__ import annotations

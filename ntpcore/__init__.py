@@ -3,23 +3,37 @@
 The three papers share one mathematical shape: gradient descent on next-token prediction
 splits the parameters into a *finite* part on a data subspace (matching in-support
 log-odds) and a part that diverges in norm along a max-margin direction fixed only by the
-support pattern of the data.  The package is laid out like the book::
+support pattern of the data.  The package is laid out like the book, in layers; a module
+imports only from its own layer or below (``tests/test_package.py`` checks it)::
 
     ntpcore/
-      core/       what the papers share, defined once: logits (supports, entropy, CE,
-                  CE - H and its gradient), metrics (cos/corr), optim (GD/NGD/Adam and the
-                  recording schedule), validate, io (atomic writes)
-      lin/        fixed context embeddings (key lin): NTP-SVM, W*, regularization path
-      geo/        unconstrained features (key geo): nuclear-norm SVM, L^in, UFM/transformer/LSTM
-      att/        one self-attention layer (key att): token-priority graphs, Graph-SVM, W^fin
-      claims.py   the claims ledger: every claim a figure illustrates, checked by the run
-      pipeline/   registry, runner (python -m ntpcore.reproduce), cache, provenance, sweeps,
-                  paths, plotting style
-      bench/      make bench: the solvers and trainers against generic references
-      errors.py   every typed error
+      errors.py    every typed error                                              (layer 0)
+      core/        what the papers share, defined once: logits (supports, entropy, CE,
+                   CE - H and its gradient, the in-support projection), metrics (cos),
+                   optim (GD/NGD/Adam, the recording schedule), validate, io (atomic
+                   writes)                                                          (1)
+      pipeline/    registry (figures.yml), runner (python -m ntpcore.reproduce), claims
+                   (the ledger every figure checks), cache, provenance, sweeps, paths,
+                   plotting style; golden, printed and golden_update (the golden outputs),
+                   images, reproducibility, mutations, launch, bookrefs               (2)
+      lin/ geo/ att/   one room per paper (keys lin, geo, att), each laid out alike:  (3)
+                   the mathematics in modules of their own, a face (__init__) that
+                   re-exports it, an experiments/ package (one module per figure
+                   family, with DataConfig and TrainProtocol), and plots
+        lin/       fixed context embeddings: NTP-SVM (svm_problem, svm, dual, dual_cd,
+                   svm_reference), W* (subspace), separability, regularization path
+        geo/       unconstrained features: nuclear-norm SVM (svm, svm_scale), L^in
+                   (logits), embeddings' geometry, datasets and corpora, models
+                   (UFM, transformer, LSTM) and their trainers (train/: protocol,
+                   numpy_ufm, torch_nets, ridge)
+        att/       one self-attention layer: token-priority graphs (priority), Graph-SVM
+                   (svm), W^fin (finite), losses and gradients (dynamics), descent loops
+                   (descent), automaton, regularization path
+      bench/       make bench: the solvers and trainers against generic references (4)
+      reproduce.py the command line of the runner                                   (5)
 
-Each paper room imports ``core`` (and the pipeline for caching and plotting), never another
-paper's room; its ``__init__`` is the paper's public face.
+No paper's room imports another's, and no module of a paper imports its own face: each
+imports what it uses from the module that defines it.
 """
 
 __version__ = "0.1.0"

@@ -86,7 +86,7 @@ nbval: $(STAMP)
 	  $(PY) -m ntpcore.reproduce --profile quick --jobs $(JOBS)
 	$(PY) -m ntpcore.pipeline.golden check $(TEST_OUT)/executed --figures $(TEST_OUT)/figures
 	$(PY) -m ntpcore.pipeline.golden inject $(TEST_OUT)/executed $(TEST_OUT)/nbval
-	NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
+	NTP_PROGRESS=0 NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
 	  --nbval-lax --nbval-current-env --nbval-cell-timeout=600 \
 	  --nbval-sanitize-with tests/nbval_numbers.cfg -q $(TEST_OUT)/nbval
 
@@ -116,7 +116,7 @@ mutations: $(STAMP)
 
 # Strict nbval: every text output of the book's executed notebooks must reproduce.
 check-book: $(STAMP)
-	NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
+	NTP_PROGRESS=0 NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
 	  --nbval --nbval-current-env --nbval-cell-timeout=3600 --nbval-sanitize-with tests/nbval_sanitize.cfg -q book/executed
 
 # The checker's negative controls first (pages it must fail), then the book.

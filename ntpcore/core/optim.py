@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ntpcore.core.progress import progress_bar, progress_enabled
 from ntpcore.errors import DataError, SolverError
 
 __all__ = ["OPTIMIZERS", "Trajectory", "init_weights", "log_steps", "train"]
@@ -139,10 +140,8 @@ def train(
     m1 = np.zeros_like(W)
     m2 = np.zeros_like(W)
     bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n_steps, desc=optimizer, mininterval=0.5, leave=False)
+    if progress_enabled(progress):
+        bar = progress_bar(total=n_steps, desc=optimizer, mininterval=0.5, leave=False)
     for k in range(n_steps + 1):
         loss, g = loss_grad(W)
         if not np.isfinite(loss):

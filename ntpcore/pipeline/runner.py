@@ -70,7 +70,13 @@ from ntpcore.pipeline.registry import (
 )
 
 #: Environment given to every kernel for reproducible numerics.
-KERNEL_ENV = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+#: ``NTP_PROGRESS=0``: no progress bar inside a kernel (:mod:`ntpcore.core.progress`).
+KERNEL_ENV = {
+    "PYTHONHASHSEED": "0",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "NTP_PROGRESS": "0",
+}
 #: Arguments of every kernel: its own log (a warning about TCP transport at each start, and
 #: a KeyboardInterrupt logged while a kernel is being shut down) stays out of the runner's
 #: output; a kernel that dies is reported by the runner, with the notebook and cell.

@@ -22,6 +22,8 @@ import dask
 from dask.callbacks import Callback
 from tqdm.auto import tqdm
 
+from ntpcore.core.progress import progress_bar
+
 T = TypeVar("T")
 
 
@@ -60,7 +62,7 @@ def map_runs(
     items = list(items)
     if not items:
         return []
-    bar = tqdm(total=len(items), desc=desc, disable=not progress)
+    bar = progress_bar(total=len(items), desc=desc, enabled=progress)
     try:
         if scheduler:
             from distributed import Client, as_completed

@@ -40,3 +40,13 @@ def test_an_unknown_solver_is_the_same_error_in_every_paper():
         geo.nuclear_svm(S, solver="bogus")
     with pytest.raises(ParameterError, match="solver must be .*got 'bogus'"):
         lin.ntp_svm(np.eye(2), S, solver="bogus")
+
+
+def test_progress_bars_are_off_when_the_environment_says_so(monkeypatch):
+    from ntpcore.core.progress import progress_bar, progress_enabled
+
+    monkeypatch.delenv("NTP_PROGRESS", raising=False)
+    assert progress_enabled() and not progress_enabled(False)
+    assert not progress_bar(total=3).disable
+    monkeypatch.setenv("NTP_PROGRESS", "0")  # the runner's kernels and the nbval checks
+    assert not progress_enabled() and progress_bar(total=3).disable

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from ntpcore.core.io import atomic_path
 from ntpcore.errors import DataError
 from ntpcore.geo.data import ContextDataset
-from ntpcore.geo.train.protocol import Recorder, TrainerConfig, lr_at, progress_bar, record_epochs
+from ntpcore.geo.train.protocol import Recorder, TrainerConfig, epoch_bar, lr_at, record_epochs
 
 __all__ = ["init_ufm_state", "train_ufm_numpy"]
 
@@ -133,7 +133,7 @@ def train_ufm_numpy(
             np.savez(tmp_path, theta=theta, mom=mom, vel=vel, epoch=epoch, **rec.state())
 
     t0 = last_save = time.perf_counter()
-    bar = progress_bar(cfg, start, "UFM", progress)
+    bar = epoch_bar(cfg, start, "UFM", progress)
     nxt = rec.next_epoch()
     shift, next_check = True, start
     mm, exp, sub, mul, div, colsum = (

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from ntpcore.core.logits import ce_excess, project_F
 from ntpcore.core.optim import log_steps
+from ntpcore.core.progress import progress_bar
 from ntpcore.errors import DataError
 from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.logits import finite_logits
@@ -31,7 +32,7 @@ __all__ = [
     "TrainProtocol",
     "TrainerConfig",
     "lr_at",
-    "progress_bar",
+    "epoch_bar",
     "record_epochs",
 ]
 
@@ -167,14 +168,10 @@ class Recorder:
         return out
 
 
-def progress_bar(cfg: TrainerConfig, start: int, desc: str, progress: bool) -> tqdm:
-    return tqdm(
-        total=cfg.n_epochs,
-        initial=start,
-        desc=desc,
-        disable=not progress,
-        mininterval=0.5,
-        leave=False,
+def epoch_bar(cfg: TrainerConfig, start: int, desc: str, progress: bool) -> tqdm:
+    """The bar of a training's epochs (off with ``progress=False`` or ``NTP_PROGRESS=0``)."""
+    return progress_bar(
+        total=cfg.n_epochs, initial=start, desc=desc, enabled=progress, mininterval=0.5, leave=False
     )
 
 

@@ -15,7 +15,7 @@ import torch
 from ntpcore.core.io import atomic_path
 from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.train.numpy_ufm import init_ufm_state
-from ntpcore.geo.train.protocol import Recorder, TrainerConfig, lr_at, progress_bar, record_epochs
+from ntpcore.geo.train.protocol import Recorder, TrainerConfig, epoch_bar, lr_at, record_epochs
 
 __all__ = [
     "build_model",
@@ -145,7 +145,7 @@ def train_torch(
 
     model.train()
     t0 = last_save = time.perf_counter()
-    bar = progress_bar(cfg, start, cfg.model, progress)
+    bar = epoch_bar(cfg, start, cfg.model, progress)
     nxt = rec.next_epoch()
     for k in range(start, cfg.n_epochs):
         feats = model.features(x)  # (m, d)

@@ -4,7 +4,7 @@
 
     python -m ntpcore.reproduce [--profile paper|quick] [--only ID ...]
                                 [--set KEY=VALUE ...] [--jobs N] [--order reuse|registry]
-                                [--list]
+                                [--scheduler tcp://HOST:PORT] [--list]
 
 Every override (registry ``params``, registry ``quick`` and ``--set``) is validated
 against the notebook's ``parameters`` cell before any kernel starts.  Each notebook is
@@ -26,17 +26,27 @@ figures that read them start last, and the rest keeps the registry's order in be
 other worker does the figures that need nothing from it, instead of waiting on its lock.
 ``--order registry`` keeps the registry's order (how runs were ordered before).
 
+With ``--scheduler tcp://HOST:PORT`` the figures run as tasks on the workers of a
+``dask.distributed`` cluster, in the same order, as workers free up
+(:mod:`ntpcore.pipeline.cluster`): each notebook is executed by papermill on a worker, and
+its files come back to be published here as above.  The workers need this commit's checkout
+and the computation cache on a file system they share with this machine (``NTP_CACHE_DIR``,
+an absolute path; checked before any figure starts).
+
 A run that reproduces registry figures (no ``--set``) and is not interrupted leaves a run
 record, ``<figure folder>/runs/<start>-<pid>-<profile>.json``: its elapsed wall time, jobs,
 figures and their wall times, the order, whether the computation cache was cold and whether its
-per-key lock was on (``NTP_CACHE_LOCK``), commit and machine.  The *Performance* page
-reads the paper profile's elapsed time from these records (``make bench`` collects them).
+per-key lock was on (``NTP_CACHE_LOCK``), commit and machine, and the dask scheduler with its
+workers and threads (``null`` for a run on this machine; on a cluster ``jobs`` is the
+threads).  The *Performance* page reads the paper profile's elapsed time from these records
+(``make bench`` collects them).
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
 import json
 import logging
 import os
@@ -349,19 +359,57 @@ def _execute(execute, fig_id: str, *args, **kwargs) -> None:
             )
 
 
+#: What happens to a staged run's files: published, kept under the failed folder with the
+#: failed claims named (``claims``), kept with the traceback's location named (``error``),
+#: kept silently (``refused``: a parameter the notebook refused stays one line), or dropped.
+AFTER = ("publish", "claims", "error", "refused", "drop")
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A notebook run in a staging folder, not yet published: its outcome (the message
+    without where its files were kept) and what :func:`settle` does with its files."""
+
+    outcome: Outcome
+    after: str
+
+
+def new_staging(fig_id: str) -> Path:
+    """A private staging folder ``_build/<STAGING_PREFIX><fig_id>-*`` with ``figures/``."""
+    (paths.ROOT / "_build").mkdir(exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{fig_id}-", dir=paths.ROOT / "_build"))
+    (staging / "figures").mkdir()
+    return staging
+
+
 def run_job(job: Job, progress: bool = True) -> Outcome:
     """Execute one notebook in a staging folder and publish its outputs on success."""
+    # Resolved before NTP_FIGURE_DIR points at the staging folder.  A run with --set is an
+    # exploration: it never replaces the book's figure.
+    fig_dir, executed_dir = destinations(job)
+    staging = new_staging(job.entry.fig_id)
+    try:
+        return settle(job, stage_job(job, staging, progress), staging, fig_dir, executed_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def destinations(job: Job) -> tuple[Path, Path]:
+    """Where ``job``'s figures and executed notebook are published."""
+    fig_id = job.entry.fig_id
+    if job.adhoc:
+        return paths.explore_dir(fig_id), paths.explore_dir(fig_id)
+    return paths.figure_dir(), paths.executed_dir()
+
+
+def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
+    """Execute ``job``'s notebook into ``staging`` (``<fig_id>.ipynb`` and ``figures/``),
+    complete its sidecar and executed copy, and judge its claims; publish nothing.  This is
+    the part of a figure that runs on a dask worker under ``--scheduler``."""
     import papermill
 
     fig_id = job.entry.fig_id
-    # Resolved before NTP_FIGURE_DIR points at the staging folder.  A run with --set is an
-    # exploration: it never replaces the book's figure.
-    fig_dir = paths.explore_dir(fig_id) if job.adhoc else paths.figure_dir()
-    executed_dir = paths.explore_dir(fig_id) if job.adhoc else paths.executed_dir()
-    (paths.ROOT / "_build").mkdir(exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{fig_id}-", dir=paths.ROOT / "_build"))
     fig_stage = staging / "figures"
-    fig_stage.mkdir()
     executed = staging / f"{fig_id}.ipynb"
     saved_env = {k: os.environ.get(k) for k in (*KERNEL_ENV, "NTP_FIGURE_DIR")}
     os.environ.update(KERNEL_ENV)
@@ -393,30 +441,56 @@ def run_job(job: Job, progress: bool = True) -> Outcome:
         kernel_warnings = _finish_notebook(executed)
         problem = _claims_problem(fig_id, job.profile, claims)
         if problem:
-            kept = _keep_failed(executed, fig_stage, fig_id, job.adhoc)
-            message = f"{problem}\n    kept for reading: {kept}"
-            return Outcome(fig_id, False, wall, message, claims, kernel_warnings)
-        _publish(executed, fig_stage, fig_dir, executed_dir, fig_id)
-        note = f"explored run: {_rel(fig_dir)}/" if job.adhoc else ""
-        return Outcome(fig_id, True, wall, note, claims, kernel_warnings)
+            return Staged(Outcome(fig_id, False, wall, problem, claims, kernel_warnings), "claims")
+        return Staged(Outcome(fig_id, True, wall, "", claims, kernel_warnings), "publish")
     except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
         wall = time.perf_counter() - t0
         message = _describe_failure(exc, job.entry.notebook, fig_id)
         claims = _read_claims(fig_stage, fig_id) if fig_stage.exists() else ()
         if any(claims_mod.is_blocking(c) for c in claims):
             message += "\n" + _claims_problem(fig_id, job.profile, claims)
-        if executed.exists():
-            kept = _keep_failed(executed, fig_stage, fig_id, job.adhoc)
-            if _parameter_error(exc) is None:  # a refused parameter stays one line
-                message += f"\n    executed copy with the traceback: {kept}"
-        return Outcome(fig_id, False, wall, message, claims)
+        if not executed.exists():
+            after = "drop"
+        else:
+            after = "error" if _parameter_error(exc) is None else "refused"
+        return Staged(Outcome(fig_id, False, wall, message, claims), after)
     finally:
         for k, v in saved_env.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        shutil.rmtree(staging, ignore_errors=True)
+
+
+def settle(job: Job, staged: Staged, staging: Path, fig_dir: Path, executed_dir: Path) -> Outcome:
+    """Publish a staged run's files (atomically per file, the sidecar last) or keep them
+    for reading under the failed folder; return the outcome with where they went."""
+    fig_id = job.entry.fig_id
+    fig_stage, executed = staging / "figures", staging / f"{fig_id}.ipynb"
+    outcome = staged.outcome
+    if staged.after == "publish":
+        try:
+            _publish(executed, fig_stage, fig_dir, executed_dir, fig_id)
+        except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
+            message = _describe_failure(exc, job.entry.notebook, fig_id)
+            if executed.exists():
+                kept = _keep_failed(executed, fig_stage, fig_id, job.adhoc)
+                message += f"\n    executed copy with the traceback: {kept}"
+            return dataclasses.replace(outcome, ok=False, message=message)
+        note = f"explored run: {_rel(fig_dir)}/" if job.adhoc else ""
+        return dataclasses.replace(outcome, message=note)
+    if staged.after == "drop":
+        return outcome
+    kept = _keep_failed(executed, fig_stage, fig_id, job.adhoc)
+    if staged.after == "claims":
+        return dataclasses.replace(
+            outcome, message=f"{outcome.message}\n    kept for reading: {kept}"
+        )
+    if staged.after == "error":
+        return dataclasses.replace(
+            outcome, message=f"{outcome.message}\n    executed copy with the traceback: {kept}"
+        )
+    return outcome
 
 
 def _read_claims(fig_stage: Path, fig_id: str) -> tuple[dict[str, Any], ...]:
@@ -623,12 +697,14 @@ def write_run_record(
     lock: bool,
     outcomes: list[Outcome],
     wall_time_s: float,
+    scheduler: dict[str, Any] | None = None,
 ) -> Path:
     """Write the run record of one runner call (see the module docstring); returns it."""
     record = {
         "started": started.isoformat(timespec="seconds"),
         "profile": profile,
         "jobs": n_jobs,
+        "scheduler": scheduler,
         "order": order,
         "only": only,
         "complete": only is None,
@@ -688,7 +764,20 @@ def main(argv: list[str] | None = None) -> int:
         help="override a notebook parameter (repeatable); a run with --set is an "
         "exploration and writes results/explore/<id>/, never the book's figure",
     )
-    parser.add_argument("--jobs", type=int, default=1, help="notebooks run in parallel")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="notebooks run in parallel on this machine (default 1; not with --scheduler)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        help="run the figures on the workers of this dask.distributed scheduler (each "
+        "notebook on a worker, published here); the workers need this commit's checkout "
+        "and the computation cache (NTP_CACHE_DIR, default results/cache) on a file "
+        "system they share with this machine",
+    )
     parser.add_argument(
         "--order",
         default="reuse",
@@ -706,12 +795,35 @@ def main(argv: list[str] | None = None) -> int:
     try:
         registry = load_registry()
         if args.list:
-            given = [f for f, v in (("--only", args.only), ("--set", args.sets)) if v]
-            if given or args.profile != "paper" or args.jobs != 1 or args.order != "reuse":
+            given = [
+                f
+                for f, v in (
+                    ("--only", args.only),
+                    ("--set", args.sets),
+                    ("--scheduler", args.scheduler is not None),
+                )
+                if v
+            ]
+            if (
+                given
+                or args.profile != "paper"
+                or args.jobs not in (None, 1)
+                or args.order != "reuse"
+            ):
                 raise ParameterError("--list takes no other option (it only lists the registry)")
             print(list_text(registry))
             return 0
-        if args.jobs < 1:
+        if args.scheduler is not None:
+            from ntpcore.pipeline import cluster
+
+            cluster.check_address(args.scheduler)
+            if args.jobs is not None:
+                raise ParameterError(
+                    "--jobs does not apply with --scheduler: the cluster's workers run the "
+                    "figures, as many at once as they have threads"
+                )
+        n_jobs = 1 if args.jobs is None else args.jobs
+        if n_jobs < 1:
             raise ParameterError(f"--jobs must be >= 1, got {args.jobs}")
         jobs = order_jobs(
             plan(args.only, args.profile, parse_set(args.sets), registry, args.force), args.order
@@ -720,16 +832,34 @@ def main(argv: list[str] | None = None) -> int:
     except (ParameterError, RegistryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    client, scheduler = None, None
+    if args.scheduler is not None:
+        try:
+            client = cluster.connect(args.scheduler)
+            scheduler = cluster.check_workers(client, paths.cache_dir())
+        except cluster.ClusterError as exc:
+            if client is not None:
+                client.close()
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        n_jobs = scheduler["threads"]
+        on = (
+            f"on the dask cluster at {args.scheduler} ({scheduler['workers']} worker(s), "
+            f"{scheduler['threads']} thread(s))"
+        )
+    else:
+        on = f"jobs={n_jobs}"
     explored = " (explored: --set runs write results/explore/<id>/)" if args.sets else ""
     print(
-        f"Reproducing {len(jobs)} figure(s), profile={args.profile}, jobs={args.jobs}"
+        f"Reproducing {len(jobs)} figure(s), profile={args.profile}, {on}"
         f"{'' if args.order == 'reuse' else ', registry order'}"
         f"{'' if lock else ', cache lock off (NTP_CACHE_LOCK)'}{explored}"
     )
     record = {
         "started": datetime.now(UTC),
         "profile": args.profile,
-        "n_jobs": args.jobs,
+        "n_jobs": n_jobs,
+        "scheduler": scheduler,
         "order": args.order,
         "only": args.only,
         "entries_at_start": cache_entries(),
@@ -738,7 +868,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        outcomes = execute(jobs, args.jobs)
+        if client is None:
+            outcomes = execute(jobs, n_jobs)
+        else:
+            env = {"NTP_CACHE_DIR": str(paths.cache_dir()), "NTP_CACHE_LOCK": "1" if lock else "0"}
+            outcomes = cluster.execute(jobs, client, env)
     except Interrupted as stop:
         done = [o.fig_id for o in stop.outcomes if o.ok]
         print(
@@ -751,6 +885,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if client is not None:
+            client.close()
     wall = time.perf_counter() - t0
     saved, record_error = None, None
     if not args.sets:

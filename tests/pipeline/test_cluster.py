@@ -187,7 +187,6 @@ def _sidecars(folder):
     return out
 
 
-@pytest.mark.slow
 def test_the_cluster_reproduces_the_local_runs_sidecars_and_claims(
     cluster, tmp_path, monkeypatch, capsys
 ):

@@ -26,10 +26,10 @@ What the workers must have, checked before any figure starts (:func:`check_worke
   it to NFS byte-range locks); some cluster file systems need it enabled (Lustre: mount
   with ``flock``).
 
-Figures are submitted in the runner's order (:func:`ntpcore.pipeline.runner.order_jobs`)
-with decreasing priority, and dask starts them as worker threads free up: a worker runs as
-many figures at once as it has threads (start workers with ``--nthreads 1`` for one figure
-per worker; a kernel computes on one thread).  A worker that dies takes its figure with it:
+Figures are submitted in the runner's order (:func:`ntpcore.pipeline.runner.order_jobs`),
+each when a worker thread is free (:func:`execute`): a worker runs as many figures at once
+as it has threads (start workers with ``--nthreads 1`` for one figure per worker; a kernel
+computes on one thread).  A worker that dies takes its figure with it:
 dask tries the figure on another worker (``distributed.scheduler.allowed-failures``), then
 the figure is reported failed like any other.  On Ctrl-C or SIGTERM the caller sets a dask
 ``Event`` that every task polls: a task then stops its notebook (its kernel is shut down) and
@@ -68,6 +68,8 @@ ADDRESS = re.compile(
 CONNECT_TIMEOUT = 10.0
 #: Seconds between a task's looks at the stop event (how soon an interruption reaches it).
 POLL_S = 1.0
+#: Seconds between two counts of the cluster's threads (workers may join or leave).
+REFRESH_S = 5.0
 #: Seconds the caller waits, after an interruption, for the tasks to stop and clean up.
 STOP_WAIT_S = 60.0
 #: Seconds a stopped notebook gets to shut its kernel down before it is killed.
@@ -148,39 +150,47 @@ def check_workers(client: Any, cache_dir: Path) -> dict[str, Any]:
     return {
         "address": client.scheduler.address,
         "workers": len(workers),
-        "threads": sum(w["nthreads"] for w in workers.values()),
+        "threads": _threads(client),
     }
 
 
 def execute(jobs: list[runner.Job], client: Any, env: dict[str, str]) -> list[runner.Outcome]:
     """Run ``jobs`` on the cluster in their order and publish each figure as it comes back;
     like :func:`ntpcore.pipeline.runner.execute`, an interruption raises
-    :class:`~ntpcore.pipeline.runner.Interrupted` with the outcomes so far."""
-    from distributed import Event, as_completed
+    :class:`~ntpcore.pipeline.runner.Interrupted` with the outcomes so far.
+
+    The next figure is submitted when a worker thread is free (the cluster's threads are
+    counted again every :data:`REFRESH_S` seconds, so workers that join are used): dask
+    would otherwise place every task on a worker at once, by its estimate of their
+    durations, which knows nothing of a notebook's, and a worker could sit idle while
+    figures wait behind a long training on another.
+    """
+    from distributed import Event
 
     run = uuid.uuid4().hex[:12]
     stop = Event(f"ntp-stop-{run}", client=client)
-    futures = {
-        client.submit(
-            _task,
-            job,
-            env,
-            stop.name,
-            key=f"ntp-figure-{job.entry.fig_id}-{run}",
-            pure=False,
-            priority=len(jobs) - i,  # dask starts the highest priority first
-        ): job
-        for i, job in enumerate(jobs)
-    }
+    pending = list(jobs)
+    running: dict[Any, runner.Job] = {}
     outcomes: list[runner.Outcome] = []
     bar = tqdm(total=len(jobs), desc="figures", unit="fig", position=0)
     try:
-        for fut in as_completed(futures, loop=client.loop):
-            outcomes.append(_collect(fut, futures[fut]))
-            bar.set_postfix_str(outcomes[-1].fig_id)
-            bar.update()
+        threads, counted = 0, -REFRESH_S
+        while pending or running:
+            if time.monotonic() - counted >= REFRESH_S:
+                threads, counted = _threads(client), time.monotonic()
+            while pending and len(running) < max(threads, 1):
+                job = pending.pop(0)
+                key = f"ntp-figure-{job.entry.fig_id}-{run}"
+                running[client.submit(_task, job, env, stop.name, key=key, pure=False)] = job
+            done = [fut for fut in running if fut.done()]
+            if not done:
+                time.sleep(0.2)
+            for fut in done:
+                outcomes.append(_collect(fut, running.pop(fut)))
+                bar.set_postfix_str(outcomes[-1].fig_id)
+                bar.update()
     except BaseException as exc:
-        _stop(client, stop, list(futures))
+        _stop(client, stop, list(running))
         if isinstance(exc, KeyboardInterrupt):
             raise runner.Interrupted(outcomes) from exc
         raise
@@ -188,6 +198,12 @@ def execute(jobs: list[runner.Job], client: Any, env: dict[str, str]) -> list[ru
         bar.close()
         runner._remove_staging()
     return outcomes
+
+
+def _threads(client: Any) -> int:
+    """The threads of the cluster's workers now."""
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    return sum(w["nthreads"] for w in workers.values())
 
 
 def _stop(client: Any, stop: Any, futures: list[Any]) -> None:

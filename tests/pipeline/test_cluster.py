@@ -222,8 +222,7 @@ def test_the_cluster_reproduces_the_local_runs_sidecars_and_claims(
 
 def test_figures_start_in_the_runners_order_on_the_cluster(one_worker, dirs, monkeypatch):
     """One worker thread runs the figures one at a time: the figure another reuses first, its
-    reader last (``--order reuse``), whatever the order of ``--only``.  (The first figure
-    starts as soon as it is submitted; the two queued behind it show the order.)"""
+    reader last (``--order reuse``), whatever the order of ``--only``."""
     reg = {
         "lin-c": _entry(dirs, "lin-c", reuses=("lin-b",)),
         "lin-a": _entry(dirs, "lin-a"),

@@ -3,7 +3,8 @@
 
 Each figure is one dask task.  On a worker the task runs the notebook in a child Python
 process (papermill, as the local runner does; a process of its own, because the runner sets
-the kernel's environment in ``os.environ`` and a worker may run several tasks in threads),
+the kernel's environment in ``os.environ`` and a worker may run several tasks in threads;
+a spare one, started while the previous figure ran, so that its imports cost no time),
 in a staging folder ``_build/ntp-<worker pid>-<id>-*`` of the worker's checkout.  It
 returns what :func:`ntpcore.pipeline.runner.stage_job` judged (the outcome, the claims) and
 the staged files' bytes (figures, sidecar, source data, executed notebook), and removes its
@@ -38,6 +39,7 @@ removes its staging folder, and the caller waits for that before it exits.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import re
@@ -45,11 +47,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tqdm.auto import tqdm
 
@@ -74,6 +77,8 @@ REFRESH_S = 5.0
 STOP_WAIT_S = 60.0
 #: Seconds a stopped notebook gets to shut its kernel down before it is killed.
 TERM_WAIT_S = 30.0
+#: Seconds a worker's spare child process waits for a figure before it exits.
+SPARE_IDLE_S = 600.0
 #: Files of a task's staging folder that are not the figure's (the job, the verdict, the log).
 CONTROL = ".task"
 
@@ -279,26 +284,27 @@ def _task(job: runner.Job, env: dict[str, str], stop_name: str) -> Any:
     proc = None
     try:
         (control / "job.pkl").write_bytes(pickle.dumps(job))
-        python_path = os.pathsep.join(filter(None, [str(paths.ROOT), os.environ.get("PYTHONPATH")]))
-        with open(control / "log", "wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "ntpcore.pipeline.cluster", str(staging)],
-                env={**os.environ, **env, "PYTHONPATH": python_path},
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+        (control / "env.json").write_text(json.dumps(env))
+        proc, log = _take_child()
+        with log:
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(f"{staging}\n".encode())
+                proc.stdin.close()
+            except OSError:  # the child died before it was given the figure
+                proc.wait()
             while proc.poll() is None:
                 if stop.wait(timeout=POLL_S):
                     _end(proc)
                     return None
-        verdict = control / "staged.pkl"
-        if not verdict.exists():
-            tail = (control / "log").read_text(errors="replace").strip().splitlines()[-5:]
-            raise RuntimeError(
-                f"the process running {fig_id} on the worker ended with code {proc.returncode}"
-                + (": " + " / ".join(tail) if tail else "")
-            )
+            verdict = control / "staged.pkl"
+            if not verdict.exists():
+                log.seek(0)
+                tail = log.read().decode(errors="replace").strip().splitlines()[-5:]
+                raise RuntimeError(
+                    f"the process running {fig_id} on the worker ended with code "
+                    f"{proc.returncode}" + (": " + " / ".join(tail) if tail else "")
+                )
         staged = pickle.loads(verdict.read_bytes())  # noqa: S301 - written by our own child
         shutil.rmtree(control)
         files = {
@@ -313,6 +319,43 @@ def _task(job: runner.Job, env: dict[str, str], stop_name: str) -> Any:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+#: The worker's spare child process: started while a figure runs, it has imported the
+#: runner and papermill (seconds) by the time the next figure needs it.
+_spare: tuple[subprocess.Popen, IO[bytes]] | None = None
+_spare_lock = threading.Lock()
+
+
+def _spawn() -> tuple[subprocess.Popen, IO[bytes]]:
+    """A child process (``python -m ntpcore.pipeline.cluster``) of this worker, importing
+    what a figure needs, then waiting for a staging folder on its stdin; its output goes to
+    an anonymous file, read when it fails."""
+    python_path = os.pathsep.join(filter(None, [str(paths.ROOT), os.environ.get("PYTHONPATH")]))
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ntpcore.pipeline.cluster"],
+        env={**os.environ, "PYTHONPATH": python_path},
+        stdin=subprocess.PIPE,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    return proc, log
+
+
+def _take_child() -> tuple[subprocess.Popen, IO[bytes]]:
+    """A child process for the next figure: the spare if it is alive, else a new one; a new
+    spare is started in either case.  One figure per process: nothing one figure's run
+    leaves in a process reaches the next."""
+    global _spare
+    with _spare_lock:
+        taken, _spare = _spare, None
+        if taken is None or taken[0].poll() is not None:
+            if taken is not None:
+                taken[1].close()
+            taken = _spawn()
+        _spare = _spawn()
+    return taken
+
+
 def _end(proc: subprocess.Popen) -> None:
     """Stop a notebook's process: SIGTERM (it shuts its kernel down), then SIGKILL."""
     proc.terminate()
@@ -323,10 +366,13 @@ def _end(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def _child(staging: Path) -> int:
-    """The child process of :func:`_task`: stage the job found in ``staging``.  SIGTERM
-    stops it as it stops the runner; a child whose worker died stops too and removes the
-    staging folder itself."""
+def _child() -> int:
+    """The child process of :func:`_task`: import what a figure needs, wait for a staging
+    folder on stdin (at most :data:`SPARE_IDLE_S`; none when the worker is gone), set the
+    run's environment and stage the job found there.  SIGTERM stops it as it stops the
+    runner; a child whose worker died stops too and removes the staging folder itself."""
+    import select
+
     signal.signal(signal.SIGTERM, runner._interrupt)
     signal.signal(signal.SIGINT, runner._interrupt)
     parent, orphaned = os.getppid(), threading.Event()
@@ -338,8 +384,17 @@ def _child(staging: Path) -> int:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, daemon=True).start()
-    control = staging / CONTROL
+    staging = None
     try:
+        import papermill  # noqa: F401 - imported now, while the previous figure runs
+
+        ready, _, _ = select.select([sys.stdin], [], [], SPARE_IDLE_S)
+        line = sys.stdin.readline().strip() if ready else ""
+        if not line:  # no figure came: idle too long, or the worker is gone
+            return 0
+        staging = Path(line)
+        control = staging / CONTROL
+        os.environ.update(json.loads((control / "env.json").read_text()))
         job = pickle.loads((control / "job.pkl").read_bytes())  # noqa: S301 - our own task's
         staged = runner.stage_job(job, staging, progress=False)
         tmp = control / "staged.pkl.tmp"
@@ -349,9 +404,9 @@ def _child(staging: Path) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
-        if orphaned.is_set():
+        if orphaned.is_set() and staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    sys.exit(_child(Path(sys.argv[1])))
+    sys.exit(_child())

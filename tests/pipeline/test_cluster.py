@@ -240,6 +240,25 @@ def test_figures_start_in_the_runners_order_on_the_cluster(one_worker, dirs, mon
         assert (dirs / "figures" / f"{fig_id}.png").exists()
 
 
+def test_a_claim_that_fails_on_a_worker_is_kept_here_for_reading(
+    one_worker, dirs, monkeypatch, capsys
+):
+    """The caller, not the worker, keeps a failed figure: under its ``_build/failed/``, with
+    the sidecar and every claim, and publishes nothing."""
+    body = BODY.replace("SLEEP", "0").replace("claims.at_most(1.0)", "claims.at_most(-1.0)")
+    entry = _entry(dirs, "lin-fails", body=body)
+    monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-fails": entry})
+    argv = ["--only", "lin-fails", "--profile", "quick", "--scheduler", one_worker]
+    assert reproduce.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "lin-fails: 1 claim(s) do not hold" in err and "kept for reading" in err
+    kept = json.loads((dirs / "failed" / "lin-fails" / "lin-fails.json").read_text())
+    assert [c["status"] for c in kept["claims"]] == ["fail"]
+    assert (dirs / "failed" / "lin-fails.ipynb").exists()
+    assert not (dirs / "figures" / "lin-fails.png").exists()
+    assert not _staging("lin-fails")
+
+
 DIES = """\
 import os, signal, time
 import psutil

@@ -1,23 +1,24 @@
-"""The figure runner on a ``dask.distributed`` cluster: ``python -m ntpcore.reproduce
---scheduler tcp://HOST:PORT``.
+"""The figure runner's dask back end: ``python -m ntpcore.reproduce --scheduler tcp://HOST:PORT``.
 
-Each figure is one dask task.  On a worker the task runs the notebook in a child Python
-process (papermill, as the local runner does; a process of its own, because the runner sets
-the kernel's environment in ``os.environ`` and a worker may run several tasks in threads;
-a spare one, started while the previous figure ran, so that its imports cost no time),
-in a staging folder ``_build/ntp-<worker pid>-<id>-*`` of the worker's checkout.  It
-returns what :func:`ntpcore.pipeline.runner.stage_job` judged (the outcome, the claims) and
-the staged files' bytes (figures, sidecar, source data, executed notebook), and removes its
-staging folder.  The caller writes those files into its own staging folder and publishes
-them exactly as a local run does (:func:`ntpcore.pipeline.runner.settle`: atomically per
-file, the sidecar last; a failed figure is kept under ``_build/failed/``), so only the
-caller writes ``book/figures``, ``book/executed`` and the run record.  The workers need not
-share the caller's file system, except for the computation cache.
+:func:`execute` runs ``stage(job, folder)`` for every job on the workers of a
+``dask.distributed`` cluster, one dask task per job.  On a worker the task runs ``stage`` in
+a child Python process (a process of its own, because the runner sets the kernel's
+environment in ``os.environ`` and a worker may run several tasks in threads; a spare one,
+started while the previous job ran, so that its imports cost no time), in a fresh folder
+``_build/ntp-<worker pid>-<name>-*`` of the worker's checkout, and returns what ``stage``
+returned with the bytes of every file it left in the folder, which it then removes.  For the
+runner ``stage`` is :func:`ntpcore.pipeline.runner.stage_job` (papermill, the sidecar, the
+claims' verdict), and the runner writes the files into its own staging folder and publishes
+them exactly as a local run does (atomically per file, the sidecar last; a failed figure is
+kept under ``_build/failed/``), so only the caller writes ``book/figures``,
+``book/executed`` and the run record.  This module does not import the runner (the runner
+imports it): ``stage`` travels to the workers by reference.
 
 What the workers must have, checked before any figure starts (:func:`check_workers`):
 
-* this repository at the same commit (``ntpcore`` importable, the notebooks beside it):
-  a sidecar records the commit that computed it;
+* this repository's checkout at the same commit (``ntpcore`` importable, the notebooks
+  beside it): a sidecar records the commit that computed it.  Restart the workers after the
+  checkout changes: a worker keeps the modules it imported;
 * the caller's computation cache, ``NTP_CACHE_DIR`` as an absolute path, on a file system
   they share: the caller writes a file there that every worker must see.  The tasks set
   ``NTP_CACHE_DIR`` (and ``NTP_CACHE_LOCK``) in the kernel's environment, whatever the
@@ -27,19 +28,21 @@ What the workers must have, checked before any figure starts (:func:`check_worke
   it to NFS byte-range locks); some cluster file systems need it enabled (Lustre: mount
   with ``flock``).
 
-Figures are submitted in the runner's order (:func:`ntpcore.pipeline.runner.order_jobs`),
-each when a worker thread is free (:func:`execute`): a worker runs as many figures at once
-as it has threads (start workers with ``--nthreads 1`` for one figure per worker; a kernel
-computes on one thread).  A worker that dies takes its figure with it:
-dask tries the figure on another worker (``distributed.scheduler.allowed-failures``), then
-the figure is reported failed like any other.  On Ctrl-C or SIGTERM the caller sets a dask
-``Event`` that every task polls: a task then stops its notebook (its kernel is shut down) and
-removes its staging folder, and the caller waits for that before it exits.
+Jobs are submitted in the given order (the runner's :func:`ntpcore.pipeline.runner.order_jobs`),
+each when a worker thread is free: a worker runs as many figures at once as it has threads
+(start workers with ``--nthreads 1`` for one figure per worker; a kernel computes on one
+thread).  A worker that dies takes its job with it: dask tries it on another worker
+(``distributed.scheduler.allowed-failures``), then the runner reports the figure failed like
+any other.  On Ctrl-C or SIGTERM the caller sets a dask ``Event`` that every task polls: a
+task then stops its child (whose kernel is shut down) and removes its folder, and the caller
+waits for that before it exits.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import logging
 import os
 import pickle
 import re
@@ -51,14 +54,15 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
-
-from tqdm.auto import tqdm
+from typing import IO, Any, TypeVar
 
 from ntpcore.errors import ParameterError
-from ntpcore.pipeline import paths, runner
+from ntpcore.pipeline import paths
 from ntpcore.pipeline.provenance import git_state
+
+T = TypeVar("T")
 
 #: ``tcp://HOST:PORT`` or ``tls://HOST:PORT``: HOST a name, an IPv4 address or an IPv6
 #: address in brackets.
@@ -118,7 +122,12 @@ def connect(address: str) -> Any:
 
 def _worker_state(marker: str) -> dict[str, Any]:
     """Run on each worker: its checkout, commit, and whether it sees ``marker``."""
-    return {"root": str(paths.ROOT), "sees_cache": Path(marker).exists(), **git_state()}
+    return {
+        "root": str(paths.ROOT),
+        "checkout": paths.CHECKOUT,
+        "sees_cache": Path(marker).exists(),
+        **git_state(),
+    }
 
 
 def check_workers(client: Any, cache_dir: Path) -> dict[str, Any]:
@@ -139,6 +148,11 @@ def check_workers(client: Any, cache_dir: Path) -> dict[str, Any]:
         marker.unlink(missing_ok=True)
     mine = git_state()["commit"]
     for worker, state in sorted(states.items()):
+        if not state["checkout"]:
+            raise ClusterError(
+                f"worker {worker} runs ntpcore installed without a checkout ({state['root']}): "
+                f"the workers need this repository's checkout, at this commit"
+            )
         if mine and state["commit"] != mine:
             raise ClusterError(
                 f"worker {worker} runs ntpcore at commit {str(state['commit'])[:10]} "
@@ -159,12 +173,23 @@ def check_workers(client: Any, cache_dir: Path) -> dict[str, Any]:
     }
 
 
-def execute(jobs: list[runner.Job], client: Any, env: dict[str, str]) -> list[runner.Outcome]:
-    """Run ``jobs`` on the cluster in their order and publish each figure as it comes back;
-    like :func:`ntpcore.pipeline.runner.execute`, an interruption raises
-    :class:`~ntpcore.pipeline.runner.Interrupted` with the outcomes so far.
+def execute(
+    jobs: Sequence[T],
+    client: Any,
+    *,
+    name: Callable[[T], str],
+    stage: Callable[[T, Path], Any],
+    env: dict[str, str],
+    collect: Callable[[T, Any], None],
+) -> None:
+    """Run ``stage(job, folder)`` for every job on the cluster, in the order of ``jobs``, and
+    call ``collect(job, result)`` here as each comes back: ``result`` is ``(stage's value,
+    {path relative to the folder: bytes})``, or the exception that lost the job (e.g.
+    ``distributed.KilledWorker``).  ``stage`` must be a module-level function (it is
+    pickled by reference); ``env`` is set in its process; ``name`` names a job's folder
+    and task.  A ``KeyboardInterrupt`` stops every task and is raised again.
 
-    The next figure is submitted when a worker thread is free (the cluster's threads are
+    The next job is submitted when a worker thread is free (the cluster's threads are
     counted again every :data:`REFRESH_S` seconds, so workers that join are used): dask
     would otherwise place every task on a worker at once, by its estimate of their
     durations, which knows nothing of a notebook's, and a worker could sit idle while
@@ -175,9 +200,7 @@ def execute(jobs: list[runner.Job], client: Any, env: dict[str, str]) -> list[ru
     run = uuid.uuid4().hex[:12]
     stop = Event(f"ntp-stop-{run}", client=client)
     pending = list(jobs)
-    running: dict[Any, runner.Job] = {}
-    outcomes: list[runner.Outcome] = []
-    bar = tqdm(total=len(jobs), desc="figures", unit="fig", position=0)
+    running: dict[Any, T] = {}
     try:
         threads, counted = 0, -REFRESH_S
         while pending or running:
@@ -185,24 +208,38 @@ def execute(jobs: list[runner.Job], client: Any, env: dict[str, str]) -> list[ru
                 threads, counted = _threads(client), time.monotonic()
             while pending and len(running) < max(threads, 1):
                 job = pending.pop(0)
-                key = f"ntp-figure-{job.entry.fig_id}-{run}"
-                running[client.submit(_task, job, env, stop.name, key=key, pure=False)] = job
+                key = f"ntp-figure-{name(job)}-{run}"
+                fut = client.submit(
+                    _task, stage, job, name(job), env, stop.name, key=key, pure=False
+                )
+                running[fut] = job
             done = [fut for fut in running if fut.done()]
             if not done:
                 time.sleep(0.2)
             for fut in done:
-                outcomes.append(_collect(fut, running.pop(fut)))
-                bar.set_postfix_str(outcomes[-1].fig_id)
-                bar.update()
-    except BaseException as exc:
+                job = running.pop(fut)
+                try:
+                    result = fut.result()
+                except Exception as exc:  # noqa: BLE001 - the job's failure, for collect
+                    result = exc
+                if result is not None:  # None: stopped on the worker
+                    collect(job, result)
+    except BaseException:
         _stop(client, stop, list(running))
-        if isinstance(exc, KeyboardInterrupt):
-            raise runner.Interrupted(outcomes) from exc
         raise
-    finally:
-        bar.close()
-        runner._remove_staging()
-    return outcomes
+
+
+def lost(fig_id: str, exc: BaseException) -> str:
+    """What to say of a figure whose task ended in ``exc`` (a worker that died, ...)."""
+    from distributed import KilledWorker
+
+    if isinstance(exc, KilledWorker):
+        last = getattr(exc.last_worker, "address", exc.last_worker)
+        return (
+            f"{fig_id}: the dask worker running it died (tried on {exc.allowed_failures + 1} "
+            f"worker(s), the last {last}); nothing was published"
+        )
+    return f"{fig_id}: its task failed on the cluster: {type(exc).__name__}: {exc}"
 
 
 def _threads(client: Any) -> int:
@@ -212,9 +249,9 @@ def _threads(client: Any) -> int:
 
 
 def _stop(client: Any, stop: Any, futures: list[Any]) -> None:
-    """Tell every task to stop its notebook and wait until all have ended (a running task
-    stops its notebook and removes its staging folder, a task not yet started returns at
-    once); then cancel them.  A second Ctrl-C ends the wait."""
+    """Tell every task to stop its child and wait until all have ended (a running task
+    stops its child and removes its folder, a task not yet started returns at once); then
+    cancel them.  A second Ctrl-C ends the wait."""
     try:
         stop.set()
         deadline = time.monotonic() + STOP_WAIT_S
@@ -231,92 +268,62 @@ def _stop(client: Any, stop: Any, futures: list[Any]) -> None:
         pass
 
 
-def _collect(fut: Any, job: runner.Job) -> runner.Outcome:
-    """The outcome of one task: its files written into a staging folder of the caller and
-    published (or kept as failed) there; a lost worker is a failed figure."""
-    fig_id = job.entry.fig_id
-    try:
-        result = fut.result()
-    except Exception as exc:  # noqa: BLE001 - reported as the figure's failure
-        return runner.Outcome(fig_id, False, 0.0, _lost(fig_id, exc))
-    if result is None:  # the task was stopped (an interruption): nothing to publish
-        return runner.Outcome(fig_id, False, 0.0, f"{fig_id}: stopped on the worker")
-    staged, files = result
-    staging = runner.new_staging(fig_id)
-    try:
-        for name, data in files.items():
-            path = (staging / name).resolve()
-            if staging.resolve() not in path.parents:
-                raise ValueError(f"a worker returned a file outside the staging folder: {name}")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        fig_dir, executed_dir = runner.destinations(job)
-        return runner.settle(job, staged, staging, fig_dir, executed_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+def _folder(name: str) -> Path:
+    """A fresh folder ``_build/ntp-<pid>-<name>-*`` of this checkout (the runner's staging
+    folders are named alike)."""
+    (paths.ROOT / "_build").mkdir(exist_ok=True)
+    prefix = f"ntp-{os.getpid()}-{name}-"
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=paths.ROOT / "_build"))
 
 
-def _lost(fig_id: str, exc: BaseException) -> str:
-    from distributed import KilledWorker
-
-    if isinstance(exc, KilledWorker):
-        last = getattr(exc.last_worker, "address", exc.last_worker)
-        return (
-            f"{fig_id}: the dask worker running it died (tried on {exc.allowed_failures + 1} "
-            f"worker(s), the last {last}); nothing was published"
-        )
-    return f"{fig_id}: its task failed on the cluster: {type(exc).__name__}: {exc}"
-
-
-def _task(job: runner.Job, env: dict[str, str], stop_name: str) -> Any:
-    """Run on a worker: ``job``'s notebook in a child process, in a staging folder of the
-    worker's checkout.  Returns ``(Staged, {relative path: bytes})``, or ``None`` when the
-    stop event was set; the staging folder is removed in every case."""
+def _task(stage: Callable, job: Any, name: str, env: dict[str, str], stop_name: str) -> Any:
+    """Run on a worker: ``stage(job, folder)`` in a child process, in a fresh folder of the
+    worker's checkout.  Returns ``(value, {relative path: bytes})``, or ``None`` when the
+    stop event was set; the folder is removed in every case."""
     from distributed import Event
 
-    fig_id = job.entry.fig_id
     stop = Event(stop_name)
-    if stop.is_set():  # the run was interrupted before this figure started
+    if stop.is_set():  # the run was interrupted before this job started
         return None
-    staging = runner.new_staging(fig_id)
-    control = staging / CONTROL
+    folder = _folder(name)
+    control = folder / CONTROL
     control.mkdir()
     proc = None
     try:
-        (control / "job.pkl").write_bytes(pickle.dumps(job))
+        (control / "job.pkl").write_bytes(pickle.dumps((stage, job)))
         (control / "env.json").write_text(json.dumps(env))
-        proc, log = _take_child()
+        proc, log = _take_child(stage.__module__)
         with log:
             try:
                 assert proc.stdin is not None
-                proc.stdin.write(f"{staging}\n".encode())
+                proc.stdin.write(f"{folder}\n".encode())
                 proc.stdin.close()
-            except OSError:  # the child died before it was given the figure
+            except OSError:  # the child died before it was given the job
                 proc.wait()
             while proc.poll() is None:
                 if stop.wait(timeout=POLL_S):
                     _end(proc)
                     return None
-            verdict = control / "staged.pkl"
+            verdict = control / "value.pkl"
             if not verdict.exists():
                 log.seek(0)
                 tail = log.read().decode(errors="replace").strip().splitlines()[-5:]
                 raise RuntimeError(
-                    f"the process running {fig_id} on the worker ended with code "
+                    f"the process running {name} on the worker ended with code "
                     f"{proc.returncode}" + (": " + " / ".join(tail) if tail else "")
                 )
-        staged = pickle.loads(verdict.read_bytes())  # noqa: S301 - written by our own child
+        value = pickle.loads(verdict.read_bytes())  # noqa: S301 - written by our own child
         shutil.rmtree(control)
         files = {
-            str(p.relative_to(staging)): p.read_bytes()
-            for p in sorted(staging.rglob("*"))
+            str(p.relative_to(folder)): p.read_bytes()
+            for p in sorted(folder.rglob("*"))
             if p.is_file()
         }
-        return staged, files
+        return value, files
     finally:
         if proc is not None and proc.poll() is None:
             _end(proc)
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 #: The worker's spare child process: started while a figure runs, it has imported the
@@ -325,14 +332,14 @@ _spare: tuple[subprocess.Popen, IO[bytes]] | None = None
 _spare_lock = threading.Lock()
 
 
-def _spawn() -> tuple[subprocess.Popen, IO[bytes]]:
+def _spawn(warm: str) -> tuple[subprocess.Popen, IO[bytes]]:
     """A child process (``python -m ntpcore.pipeline.cluster``) of this worker, importing
-    what a figure needs, then waiting for a staging folder on its stdin; its output goes to
-    an anonymous file, read when it fails."""
+    the module ``warm`` (the one that defines the jobs' ``stage``), then waiting for a folder
+    on its stdin; its output goes to an anonymous file, read when it fails."""
     python_path = os.pathsep.join(filter(None, [str(paths.ROOT), os.environ.get("PYTHONPATH")]))
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ntpcore.pipeline.cluster"],
+        [sys.executable, "-m", "ntpcore.pipeline.cluster", warm],
         env={**os.environ, "PYTHONPATH": python_path},
         stdin=subprocess.PIPE,
         stdout=log,
@@ -341,7 +348,7 @@ def _spawn() -> tuple[subprocess.Popen, IO[bytes]]:
     return proc, log
 
 
-def _take_child() -> tuple[subprocess.Popen, IO[bytes]]:
+def _take_child(warm: str) -> tuple[subprocess.Popen, IO[bytes]]:
     """A child process for the next figure: the spare if it is alive, else a new one; a new
     spare is started in either case.  One figure per process: nothing one figure's run
     leaves in a process reaches the next."""
@@ -351,8 +358,8 @@ def _take_child() -> tuple[subprocess.Popen, IO[bytes]]:
         if taken is None or taken[0].poll() is not None:
             if taken is not None:
                 taken[1].close()
-            taken = _spawn()
-        _spare = _spawn()
+            taken = _spawn(warm)
+        _spare = _spawn(warm)
     return taken
 
 
@@ -366,15 +373,22 @@ def _end(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def _child() -> int:
-    """The child process of :func:`_task`: import what a figure needs, wait for a staging
-    folder on stdin (at most :data:`SPARE_IDLE_S`; none when the worker is gone), set the
-    run's environment and stage the job found there.  SIGTERM stops it as it stops the
-    runner; a child whose worker died stops too and removes the staging folder itself."""
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM in a child: stop as the runner stops (:func:`ntpcore.pipeline.runner._interrupt`:
+    a ``KeyboardInterrupt``, and asyncio's log of the kernel client's late errors silenced)."""
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
+    raise KeyboardInterrupt
+
+
+def _child(warm: str) -> int:
+    """The child process of :func:`_task`: import ``warm`` (what a job needs), wait for a folder
+    on stdin (at most :data:`SPARE_IDLE_S`; none when the worker is gone), set the run's
+    environment and run the job found there.  SIGTERM stops it as it stops the runner; a
+    child whose worker died stops too and removes the folder itself."""
     import select
 
-    signal.signal(signal.SIGTERM, runner._interrupt)
-    signal.signal(signal.SIGINT, runner._interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     parent, orphaned = os.getppid(), threading.Event()
 
     def watch() -> None:
@@ -384,29 +398,30 @@ def _child() -> int:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, daemon=True).start()
-    staging = None
+    folder = None
     try:
-        import papermill  # noqa: F401 - imported now, while the previous figure runs
+        importlib.import_module(warm)  # now, while the worker's current job runs
+        import papermill  # noqa: F401 - what the runner's stage imports first
 
         ready, _, _ = select.select([sys.stdin], [], [], SPARE_IDLE_S)
         line = sys.stdin.readline().strip() if ready else ""
-        if not line:  # no figure came: idle too long, or the worker is gone
+        if not line:  # no job came: idle too long, or the worker is gone
             return 0
-        staging = Path(line)
-        control = staging / CONTROL
+        folder = Path(line)
+        control = folder / CONTROL
         os.environ.update(json.loads((control / "env.json").read_text()))
-        job = pickle.loads((control / "job.pkl").read_bytes())  # noqa: S301 - our own task's
-        staged = runner.stage_job(job, staging, progress=False)
-        tmp = control / "staged.pkl.tmp"
-        tmp.write_bytes(pickle.dumps(staged))
-        tmp.replace(control / "staged.pkl")
+        stage, job = pickle.loads((control / "job.pkl").read_bytes())  # noqa: S301 - our task's
+        value = stage(job, folder)
+        tmp = control / "value.pkl.tmp"
+        tmp.write_bytes(pickle.dumps(value))
+        tmp.replace(control / "value.pkl")
         return 0
     except KeyboardInterrupt:
         return 130
     finally:
-        if orphaned.is_set() and staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
+        if orphaned.is_set() and folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    sys.exit(_child())
+    sys.exit(_child(sys.argv[1]))

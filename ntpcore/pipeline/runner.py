@@ -668,6 +668,64 @@ def execute(jobs: list[Job], n_jobs: int = 1) -> list[Outcome]:
     return outcomes
 
 
+def execute_on_cluster(jobs: list[Job], client: Any, env: dict[str, str]) -> list[Outcome]:
+    """Run jobs on a dask cluster (``--scheduler``, :mod:`ntpcore.pipeline.cluster`): each
+    is staged on a worker (:func:`stage_job`), and its files come back to be published here
+    as in a local run (:func:`settle`).  A worker that dies is a failed figure.  Interrupted
+    as :func:`execute` is."""
+    from ntpcore.pipeline import cluster
+
+    outcomes: list[Outcome] = []
+    bar = tqdm(total=len(jobs), desc="figures", unit="fig", position=0)
+
+    def collect(job: Job, result: Any) -> None:
+        fig_id = job.entry.fig_id
+        if isinstance(result, BaseException):
+            outcomes.append(Outcome(fig_id, False, 0.0, cluster.lost(fig_id, result)))
+        else:
+            outcomes.append(_settle_files(job, *result))
+        bar.set_postfix_str(fig_id)
+        bar.update()
+
+    try:
+        cluster.execute(
+            jobs,
+            client,
+            name=lambda job: job.entry.fig_id,
+            stage=stage_on_worker,
+            env=env,
+            collect=collect,
+        )
+    except KeyboardInterrupt as exc:
+        raise Interrupted(outcomes) from exc
+    finally:
+        bar.close()
+        _remove_staging()
+    return outcomes
+
+
+def stage_on_worker(job: Job, staging: Path) -> Staged:
+    """:func:`stage_job` in a folder of a dask worker, without a progress bar."""
+    (staging / "figures").mkdir(exist_ok=True)
+    return stage_job(job, staging, progress=False)
+
+
+def _settle_files(job: Job, staged: Staged, files: dict[str, bytes]) -> Outcome:
+    """Write the files a worker staged into a staging folder here, then :func:`settle`."""
+    staging = new_staging(job.entry.fig_id)
+    try:
+        root = staging.resolve()
+        for name, data in files.items():
+            path = (staging / name).resolve()
+            if root not in path.parents:
+                raise ValueError(f"a worker returned a file outside its staging folder: {name}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        return settle(job, staged, staging, *destinations(job))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 class Interrupted(Exception):
     """The run was interrupted; ``outcomes`` holds the figures finished before."""
 
@@ -872,7 +930,7 @@ def main(argv: list[str] | None = None) -> int:
             outcomes = execute(jobs, n_jobs)
         else:
             env = {"NTP_CACHE_DIR": str(paths.cache_dir()), "NTP_CACHE_LOCK": "1" if lock else "0"}
-            outcomes = cluster.execute(jobs, client, env)
+            outcomes = execute_on_cluster(jobs, client, env)
     except Interrupted as stop:
         done = [o.fig_id for o in stop.outcomes if o.ok]
         print(

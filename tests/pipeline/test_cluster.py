@@ -148,9 +148,9 @@ class _Client:
         return {"workers": {w: {"nthreads": 2} for w in self.states}}
 
 
-def test_workers_on_another_commit_or_cache_or_without_ntpcore_are_refused(tmp_path):
+def test_workers_on_another_commit_or_cache_or_without_a_checkout_are_refused(tmp_path):
     mine = clustermod.git_state()["commit"]
-    ok = {"root": "/w", "commit": mine, "dirty": False, "sees_cache": True}
+    ok = {"root": "/w", "checkout": True, "commit": mine, "dirty": False, "sees_cache": True}
     assert clustermod.check_workers(_Client({"tcp://w:1": ok}), tmp_path) == {
         "address": "tcp://s:1",
         "workers": 1,
@@ -163,6 +163,9 @@ def test_workers_on_another_commit_or_cache_or_without_ntpcore_are_refused(tmp_p
     apart = {**ok, "sees_cache": False}
     with pytest.raises(clustermod.ClusterError, match="does not share the computation cache"):
         clustermod.check_workers(_Client({"tcp://w:1": apart}), tmp_path)
+    wheel = {**ok, "checkout": False, "commit": None}
+    with pytest.raises(clustermod.ClusterError, match="installed without a checkout"):
+        clustermod.check_workers(_Client({"tcp://w:1": wheel}), tmp_path)
     missing = _Client(error=ModuleNotFoundError("No module named 'ntpcore'"))
     with pytest.raises(clustermod.ClusterError, match="cannot run ntpcore"):
         clustermod.check_workers(missing, tmp_path)

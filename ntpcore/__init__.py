@@ -12,10 +12,13 @@ imports only from its own layer or below (``tests/test_package.py`` checks it)::
                    CE - H and its gradient, the in-support projection), metrics (cos),
                    optim (GD/NGD/Adam, the recording schedule), validate, io (atomic
                    writes)                                                          (1)
-      pipeline/    registry (figures.yml), runner (python -m ntpcore.reproduce), claims
-                   (the ledger every figure checks), cache, provenance, sweeps, paths,
-                   plotting style; golden, printed and golden_update (the golden outputs),
-                   images, reproducibility, mutations, launch, bookrefs               (2)
+      pipeline/    registry (figures.yml); the runner (python -m ntpcore.reproduce):
+                   planning (which figures, which parameters, in which order), staging
+                   (one notebook in a private folder, then published or kept), runner
+                   (local workers, or a dask cluster through cluster); claims (the ledger
+                   every figure checks), cache, provenance, sweeps, paths, plotting style;
+                   golden, printed and golden_update (the golden outputs), images,
+                   reproducibility, mutations, launch, bookrefs                       (2)
       lin/ geo/ att/   one room per paper (keys lin, geo, att), each laid out alike:  (3)
                    the mathematics in modules of their own, a face (__init__) that
                    re-exports it, an experiments/ package (one module per figure

@@ -16,7 +16,7 @@ def sabotaged_run(tmp_path, monkeypatch, capsys):
     breaks a package function inside the kernel (kernels inherit the runner's environment),
     with fresh cache, figure and executed folders.  Returns ``(rc, printed, statuses)``:
     the runner's exit code, its output, and claim id -> status from the failed sidecar."""
-    from ntpcore.pipeline import runner
+    from ntpcore.pipeline import runner, staging
 
     def run(fig_id: str, sabotage: str):
         (tmp_path / "site").mkdir()
@@ -28,7 +28,7 @@ def sabotaged_run(tmp_path, monkeypatch, capsys):
             ("NTP_EXECUTED_DIR", "executed"),
         ):
             monkeypatch.setenv(var, str(tmp_path / sub))
-        monkeypatch.setattr(runner, "FAILED_DIR", tmp_path / "failed")
+        monkeypatch.setattr(staging, "FAILED_DIR", tmp_path / "failed")
         rc = runner.main(["--only", fig_id, "--profile", "quick"])
         printed = capsys.readouterr()
         assert not (tmp_path / "figures" / f"{fig_id}.png").exists(), "published anyway"

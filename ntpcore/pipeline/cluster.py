@@ -7,7 +7,7 @@ environment in ``os.environ`` and a worker may run several tasks in threads; a s
 started while the previous job ran, so that its imports cost no time), in a fresh folder
 ``_build/ntp-<worker pid>-<name>-*`` of the worker's checkout, and returns what ``stage``
 returned with the bytes of every file it left in the folder, which it then removes.  For the
-runner ``stage`` is :func:`ntpcore.pipeline.runner.stage_job` (papermill, the sidecar, the
+runner ``stage`` is :func:`ntpcore.pipeline.staging.stage_job` (papermill, the sidecar, the
 claims' verdict), and the runner writes the files into its own staging folder and publishes
 them exactly as a local run does (atomically per file, the sidecar last; a failed figure is
 kept under ``_build/failed/``), so only the caller writes ``book/figures``,
@@ -28,7 +28,7 @@ What the workers must have, checked before any figure starts (:func:`check_worke
   it to NFS byte-range locks); some cluster file systems need it enabled (Lustre: mount
   with ``flock``).
 
-Jobs are submitted in the given order (the runner's :func:`ntpcore.pipeline.runner.order_jobs`),
+Jobs are submitted in the given order (the runner's :func:`ntpcore.pipeline.planning.order_jobs`),
 each when a worker thread is free: a worker runs as many figures at once as it has threads
 (start workers with ``--nthreads 1`` for one figure per worker; a kernel computes on one
 thread).  A worker that dies takes its job with it: dask tries it on another worker

@@ -12,7 +12,7 @@ estimate of the memory and time a run needs from its parameters (``resources``: 
 arithmetic over the notebook's numeric parameters, e.g.
 ``memory_gb: "8e-9 * (n_steps + 1) * 3"``), which the runner checks before any kernel starts,
 and the figures whose cached computations (trained models) a figure reads (``reuses``), from
-which the runner orders a parallel run (:func:`ntpcore.pipeline.runner.order_jobs`).
+which the runner orders a parallel run (:func:`ntpcore.pipeline.planning.order_jobs`).
 
 A notebook's parameters cell holds literal assignments only, one per line, each with a
 comment.  The comment may start with a constraint in square brackets, which the runner

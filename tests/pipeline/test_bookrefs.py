@@ -9,8 +9,7 @@ import re
 import nbformat
 import pytest
 
-from ntpcore.pipeline import bookrefs, paths
-from ntpcore.pipeline import runner as reproduce
+from ntpcore.pipeline import bookrefs, paths, staging
 
 
 def test_the_parts_are_named_by_their_captions():
@@ -70,11 +69,11 @@ def test_the_runner_links_the_executed_copy_and_fails_on_an_unknown_reference(tm
     ]
     path = tmp_path / "lin-x.ipynb"
     nbformat.write(nb, path)
-    reproduce._finish_notebook(path)
+    staging._finish_notebook(path)
     assert nbformat.read(path, as_version=4).cells[0].source == (
         "By [*Theorem: Regularization path*](lin-thm-regpath)."
     )
     nb.cells[0].source = "By *Theorem: No such theorem* [book: linear models]."
     nbformat.write(nb, path)
     with pytest.raises(bookrefs.BookRefError, match="lin-x, cell 0: unknown book reference"):
-        reproduce._finish_notebook(path)
+        staging._finish_notebook(path)

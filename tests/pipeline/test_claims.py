@@ -9,8 +9,7 @@ import sys
 import pytest
 from nbutil import write_notebook
 
-from ntpcore.pipeline import claims, registry
-from ntpcore.pipeline import runner as reproduce
+from ntpcore.pipeline import claims, planning, registry, staging
 
 PARAMS = 'fig_id = "lin-claimtest"  # key\nprofile = "quick"  # [paper|quick] profile\n'
 
@@ -108,11 +107,11 @@ provenance.savefig(fig, fig_id, {{}}, profile=profile, claims=ledger)
 def _run(tmp_path, monkeypatch, value: str):
     monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "figures"))
     monkeypatch.setenv("NTP_EXECUTED_DIR", str(tmp_path / "executed"))
-    monkeypatch.setattr(reproduce, "FAILED_DIR", tmp_path / "failed")
+    monkeypatch.setattr(staging, "FAILED_DIR", tmp_path / "failed")
     nb = write_notebook(tmp_path / "lin_claimtest.ipynb", PARAMS, BODY.format(value=value))
     entry = registry.FigureEntry("lin-claimtest", "lin", "-", "t", str(nb), ())
-    job = reproduce.Job(entry, "quick", {"fig_id": "lin-claimtest", "profile": "quick"})
-    return reproduce.run_job(job, progress=False)
+    job = planning.Job(entry, "quick", {"fig_id": "lin-claimtest", "profile": "quick"})
+    return staging.run_job(job, progress=False)
 
 
 def test_runner_fails_a_figure_whose_claim_does_not_hold(tmp_path, monkeypatch):

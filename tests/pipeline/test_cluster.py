@@ -17,7 +17,7 @@ import pytest
 from nbutil import write_notebook
 
 from ntpcore.pipeline import cluster as clustermod
-from ntpcore.pipeline import paths, registry
+from ntpcore.pipeline import paths, planning, registry, staging
 from ntpcore.pipeline import runner as reproduce
 
 distributed = pytest.importorskip("distributed")
@@ -53,7 +53,7 @@ def dirs(tmp_path, monkeypatch):
     monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "figures"))
     monkeypatch.setenv("NTP_EXECUTED_DIR", str(tmp_path / "executed"))
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(reproduce, "FAILED_DIR", tmp_path / "failed")
+    monkeypatch.setattr(staging, "FAILED_DIR", tmp_path / "failed")
     return tmp_path
 
 
@@ -232,7 +232,7 @@ def test_figures_start_in_the_runners_order_on_the_cluster(one_worker, dirs, mon
         "lin-b": _entry(dirs, "lin-b"),
     }
     monkeypatch.setattr(reproduce, "load_registry", lambda: reg)
-    jobs = reproduce.order_jobs(reproduce.plan(list(reg), "quick", {}, reg))
+    jobs = planning.order_jobs(planning.plan(list(reg), "quick", {}, reg))
     assert [j.entry.fig_id for j in jobs] == ["lin-b", "lin-a", "lin-c"]
     argv = ["--only", *reg, "--profile", "quick", "--scheduler", one_worker]
     assert reproduce.main(argv) == 0

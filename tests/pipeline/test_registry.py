@@ -19,7 +19,7 @@ from nbutil import write_notebook
 
 from ntpcore.core.io import write_text_atomic
 from ntpcore.errors import ParameterError
-from ntpcore.pipeline import cache, paths, provenance, registry
+from ntpcore.pipeline import cache, paths, planning, provenance, registry, staging
 from ntpcore.pipeline import runner as reproduce
 
 ROOT = paths.ROOT
@@ -285,11 +285,11 @@ def test_good_overrides_pass(specs):
 
 
 def test_set_values_are_read_as_typed_yaml():
-    got = reproduce.parse_set(["a=1", "b=0.5", "c=1e-3", "d=true", "e=abc", "f=[1, 2]"])
+    got = planning.parse_set(["a=1", "b=0.5", "c=1e-3", "d=true", "e=abc", "f=[1, 2]"])
     assert got == {"a": 1, "b": 0.5, "c": 1e-3, "d": True, "e": "abc", "f": [1, 2]}
     assert isinstance(got["a"], int) and isinstance(got["c"], float)
     with pytest.raises(ParameterError, match="KEY=VALUE"):
-        reproduce.parse_set(["novalue"])
+        planning.parse_set(["novalue"])
 
 
 def test_runner_rejects_bad_overrides_before_any_kernel_starts(monkeypatch, capsys):
@@ -310,7 +310,7 @@ def test_runner_rejects_bad_overrides_before_any_kernel_starts(monkeypatch, caps
 def test_failing_notebook_leaves_no_figure_and_names_the_cell(tmp_path, monkeypatch):
     monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "figures"))
     monkeypatch.setenv("NTP_EXECUTED_DIR", str(tmp_path / "executed"))
-    monkeypatch.setattr(reproduce, "FAILED_DIR", tmp_path / "failed")
+    monkeypatch.setattr(staging, "FAILED_DIR", tmp_path / "failed")
     body = (
         "from matplotlib import pyplot as plt\nfrom ntpcore.pipeline import provenance\n"
         "fig = plt.figure(); provenance.savefig(fig, fig_id, {}, profile=profile)\n"
@@ -318,8 +318,8 @@ def test_failing_notebook_leaves_no_figure_and_names_the_cell(tmp_path, monkeypa
     )
     nb = write_notebook(tmp_path / "lin_fail.ipynb", PARAMS.replace("lin-test", "lin-fail"), body)
     entry = registry.FigureEntry("lin-fail", "lin", "-", "t", str(nb), ())
-    outcome = reproduce.run_job(
-        reproduce.Job(entry, "quick", {"fig_id": "lin-fail", "profile": "quick"}), progress=False
+    outcome = staging.run_job(
+        planning.Job(entry, "quick", {"fig_id": "lin-fail", "profile": "quick"}), progress=False
     )
     assert not outcome.ok
     assert (
@@ -333,8 +333,8 @@ def test_failing_notebook_leaves_no_figure_and_names_the_cell(tmp_path, monkeypa
 
 def test_quick_profile_cells_have_a_time_limit():
     fig_id = next(iter(REG))
-    (quick,) = reproduce.plan([fig_id], "quick", {}, REG)
-    (paper,) = reproduce.plan([fig_id], "paper", {}, REG)
+    (quick,) = planning.plan([fig_id], "quick", {}, REG)
+    (paper,) = planning.plan([fig_id], "paper", {}, REG)
     assert quick.cell_timeout and quick.cell_timeout > 0 and paper.cell_timeout is None
 
 
@@ -454,7 +454,7 @@ def test_executed_notebooks_are_prepared_for_the_static_book(tmp_path):
     widget.outputs = [
         nbformat.v4.new_output(
             "display_data",
-            data={reproduce.WIDGET_MIME: {"model_id": "abc"}, "text/plain": "HBox()"},
+            data={staging.WIDGET_MIME: {"model_id": "abc"}, "text/plain": "HBox()"},
         ),
         nbformat.v4.new_output("stream", name="stdout", text="done\n"),
     ]
@@ -462,7 +462,7 @@ def test_executed_notebooks_are_prepared_for_the_static_book(tmp_path):
     nb.metadata["widgets"] = {"state": {}}
     path = tmp_path / "x.ipynb"
     nbformat.write(nb, path)
-    reproduce._finish_notebook(path)
+    staging._finish_notebook(path)
     out = nbformat.read(path, as_version=4)
     assert "hide-input" in out.cells[0].metadata["tags"]
     assert [o.output_type for o in out.cells[1].outputs] == ["stream"]
@@ -616,9 +616,9 @@ def test_the_runner_gives_the_kernel_an_absolute_path(tmp_path, monkeypatch):
     by the runner before any kernel starts, and the exploration records it absolute."""
     (tmp_path / "mine.txt").write_text("the cat sat on the mat .\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    (job,) = reproduce.plan(["geo-corpus-scale"], "quick", {"corpus": "mine.txt"}, REG)
+    (job,) = planning.plan(["geo-corpus-scale"], "quick", {"corpus": "mine.txt"}, REG)
     assert job.parameters["corpus"] == job.adhoc["corpus"] == str(tmp_path / "mine.txt")
-    (job,) = reproduce.plan(["geo-corpus-scale"], "quick", {"corpus": "lee_background"}, REG)
+    (job,) = planning.plan(["geo-corpus-scale"], "quick", {"corpus": "lee_background"}, REG)
     assert job.parameters["corpus"] == "lee_background"
-    (job,) = reproduce.plan(["geo-corpus-scale"], "quick", {}, REG)
+    (job,) = planning.plan(["geo-corpus-scale"], "quick", {}, REG)
     assert "corpus" not in job.parameters  # the registry figure keeps the notebook's default

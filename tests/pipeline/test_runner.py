@@ -19,7 +19,7 @@ from textutil import write_story
 
 from ntpcore.errors import ParameterError
 from ntpcore.geo.text import tokenize
-from ntpcore.pipeline import paths, provenance, registry
+from ntpcore.pipeline import paths, planning, provenance, registry, staging
 from ntpcore.pipeline import runner as reproduce
 
 REG = registry.load_registry()
@@ -46,13 +46,13 @@ def dirs(tmp_path, monkeypatch):
 
 
 def test_an_explored_run_writes_the_explore_folder_and_never_the_books_figure(dirs, monkeypatch):
-    monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)  # a figure without claims here
+    monkeypatch.setattr(staging, "REQUIRE_CLAIMS", False)  # a figure without claims here
     nb = _notebook(dirs / "lin_rt.ipynb")
     entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), ())
-    job = reproduce.Job(
+    job = planning.Job(
         entry, "quick", {"fig_id": "lin-rt", "profile": "quick", "seed": 3}, {"seed": 3}
     )
-    outcome = reproduce.run_job(job, progress=False)
+    outcome = staging.run_job(job, progress=False)
     assert outcome.ok, outcome.message
     assert "explored run" in outcome.message
     explore = dirs / "results" / "explore" / "lin-rt"
@@ -95,8 +95,8 @@ def _ids(jobs):
 
 
 def test_figures_whose_computations_others_reuse_start_first_and_their_readers_last():
-    jobs = reproduce.plan(None, "paper", {}, REG)
-    ordered = reproduce.order_jobs(jobs)
+    jobs = planning.plan(None, "paper", {}, REG)
+    ordered = planning.order_jobs(jobs)
     assert sorted(_ids(ordered)) == sorted(REG) and len(ordered) == len(REG)
     producers = {p for e in REG.values() for p in e.reuses}
     readers = {fid for fid, e in REG.items() if e.reuses}
@@ -109,17 +109,17 @@ def test_figures_whose_computations_others_reuse_start_first_and_their_readers_l
     # with --jobs 2 both workers start on a figure that trains models others read
     assert _ids(ordered)[:2] == ["geo-trained-logits", "geo-trained-logits-text"]
     # the registry order is kept on request, and a reader alone is not held back
-    assert _ids(reproduce.order_jobs(jobs, "registry")) == list(REG)
-    alone = reproduce.plan(["geo-geometry-grid", "lin-toy-geometry"], "paper", {}, REG)
-    assert _ids(reproduce.order_jobs(alone)) == ["geo-geometry-grid", "lin-toy-geometry"]
+    assert _ids(planning.order_jobs(jobs, "registry")) == list(REG)
+    alone = planning.plan(["geo-geometry-grid", "lin-toy-geometry"], "paper", {}, REG)
+    assert _ids(planning.order_jobs(alone)) == ["geo-geometry-grid", "lin-toy-geometry"]
 
 
 def test_a_repeated_id_runs_once():
-    assert _ids(reproduce.plan([FIG, FIG], "quick", {}, REG)) == [FIG]
+    assert _ids(planning.plan([FIG, FIG], "quick", {}, REG)) == [FIG]
 
 
 def test_nan_and_inf_are_read_as_users_type_them():
-    parsed = reproduce.parse_set(["a=nan", "b=inf", "c=-inf", "d=NaN", "e=1e-3"])
+    parsed = planning.parse_set(["a=nan", "b=inf", "c=-inf", "d=NaN", "e=1e-3"])
     assert (
         str(parsed["a"]) == "nan" and parsed["b"] == float("inf") and parsed["c"] == -float("inf")
     )
@@ -132,8 +132,8 @@ def test_nan_and_inf_are_read_as_users_type_them():
 SCRIPT = textwrap.dedent(
     """
     import sys
-    from ntpcore.pipeline import registry, runner
-    runner.REQUIRE_CLAIMS = False
+    from ntpcore.pipeline import registry, runner, staging
+    staging.REQUIRE_CLAIMS = False
     entry = registry.FigureEntry("lin-rt", "lin", "-", "t", sys.argv[1], ())
     runner.load_registry = lambda: {"lin-rt": entry}
     sys.exit(runner.main(["--only", "lin-rt", "--profile", "quick"]))
@@ -200,7 +200,7 @@ def test_every_registered_figure_fits_this_machine_in_both_profiles():
         specs = registry.parse_parameters(entry.notebook_path)
         for profile in ("paper", "quick"):
             params = {k: s.default for k, s in specs.items()} | entry.overrides(profile)
-            reproduce.check_resources(entry, params, force=False)
+            planning.check_resources(entry, params, force=False)
 
 
 def test_resource_expressions_allow_arithmetic_only(tmp_path):
@@ -231,8 +231,8 @@ def test_a_figure_on_other_data_than_the_papers_says_so_in_its_registry_entry():
 def test_a_figure_that_checks_no_claim_is_not_published(dirs):
     nb = _notebook(dirs / "lin_rt.ipynb")
     entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), ())
-    job = reproduce.Job(entry, "quick", {"fig_id": "lin-rt", "profile": "quick"})
-    outcome = reproduce.run_job(job, progress=False)
+    job = planning.Job(entry, "quick", {"fig_id": "lin-rt", "profile": "quick"})
+    outcome = staging.run_job(job, progress=False)
     assert not outcome.ok and "evaluated no claim in the quick profile" in outcome.message
     assert not (dirs / "book-figures").exists()
 
@@ -242,7 +242,7 @@ def _notebook(path, sleep=0.0):
 
 
 def test_a_run_leaves_a_record_of_its_elapsed_time_and_cache_state(dirs, monkeypatch, capsys):
-    monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)
+    monkeypatch.setattr(staging, "REQUIRE_CLAIMS", False)
     monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
     monkeypatch.setenv("NTP_CACHE_LOCK", "off")
     entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), ())
@@ -279,14 +279,14 @@ def test_a_cache_lock_setting_that_is_not_on_or_off_is_refused(monkeypatch, caps
 
 
 def test_kernel_logs_stay_quiet_but_a_dying_kernel_is_reported(dirs, monkeypatch, capfd):
-    monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)
+    monkeypatch.setattr(staging, "REQUIRE_CLAIMS", False)
     entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), ())
-    outcome = reproduce.run_job(reproduce.Job(entry, "quick", {"profile": "quick"}), False)
+    outcome = staging.run_job(planning.Job(entry, "quick", {"profile": "quick"}), False)
     assert outcome.ok, outcome.message
     assert "[IPKernelApp]" not in capfd.readouterr().err  # no TCP warning at kernel start
     dying = write_notebook(dirs / "d.ipynb", PARAMS, "import os\nos._exit(3)\n")
     entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(dying), ())
-    outcome = reproduce.run_job(reproduce.Job(entry, "quick", {"profile": "quick"}), False)
+    outcome = staging.run_job(planning.Job(entry, "quick", {"profile": "quick"}), False)
     assert not outcome.ok and "d.ipynb" in outcome.message
     assert "DeadKernelError" in outcome.message, outcome.message
 
@@ -300,7 +300,7 @@ def test_a_kernel_that_dies_before_it_starts_is_started_again(capsys):
         if len(calls) == 1:
             raise RuntimeError("Kernel died before replying to kernel_info")
 
-    reproduce._execute(flaky, "lin-x", "nb.ipynb")
+    staging._execute(flaky, "lin-x", "nb.ipynb")
     assert len(calls) == 2
     assert "the kernel of lin-x did not start" in capsys.readouterr().err
 
@@ -310,7 +310,7 @@ def test_a_kernel_that_dies_before_it_starts_is_started_again(capsys):
 
     calls.clear()
     with pytest.raises(RuntimeError, match="a cell failed"):
-        reproduce._execute(broken, "lin-x")
+        staging._execute(broken, "lin-x")
     assert len(calls) == 1  # a notebook error is not retried
 
     def dead(*args, **kwargs):
@@ -319,12 +319,12 @@ def test_a_kernel_that_dies_before_it_starts_is_started_again(capsys):
 
     calls.clear()
     with pytest.raises(RuntimeError, match="Kernel died"):
-        reproduce._execute(dead, "lin-x")
-    assert len(calls) == reproduce.KERNEL_START_TRIES
+        staging._execute(dead, "lin-x")
+    assert len(calls) == staging.KERNEL_START_TRIES
 
 
 def test_list_aligns_its_columns_and_names_figures_beyond_the_paper_one_way():
-    text = reproduce.list_text(registry.load_registry())
+    text = planning.list_text(registry.load_registry())
     lines = text.splitlines()
     starts = {line.index("notebooks/") for line in lines[1:]}
     assert len(starts) == 1, "the notebook column starts at one place on every line"
@@ -338,7 +338,7 @@ def test_a_run_record_that_cannot_be_written_is_one_line_after_the_results(
 ):
     """Issue 22: a read-only book/figures ended in an OSError traceback from the run record,
     and the figure's own result was never printed."""
-    monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)
+    monkeypatch.setattr(staging, "REQUIRE_CLAIMS", False)
     monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
     entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), ())
     monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
@@ -370,7 +370,7 @@ def test_a_failed_exploration_is_kept_with_the_explorations(dirs, monkeypatch, c
     """Issue 22: an exploration whose claims fail went to _build/failed/ (overwriting a failed
     registry run there) and the summary said 'figures in book/figures/'."""
     monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
-    monkeypatch.setattr(reproduce, "FAILED_DIR", dirs / "failed")
+    monkeypatch.setattr(staging, "FAILED_DIR", dirs / "failed")
     nb = write_notebook(dirs / "b.ipynb", PARAMS, FAILING)
     entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), ())
     monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
@@ -398,7 +398,7 @@ def test_a_warning_inside_the_kernel_reaches_the_terminal_with_relative_paths(
 ):
     """Issue 22: a corrupt cache entry's warning was printed only inside the kernel (and on
     the book page, with absolute paths)."""
-    monkeypatch.setattr(reproduce, "REQUIRE_CLAIMS", False)
+    monkeypatch.setattr(staging, "REQUIRE_CLAIMS", False)
     monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
     nb = write_notebook(dirs / "w.ipynb", PARAMS, WARNING_BODY)
     entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), ())
@@ -466,7 +466,7 @@ def test_a_parameter_the_notebook_refuses_is_one_line(dirs, monkeypatch, capsys,
     """Issue 22: a parameter only the notebook can check (a corpus too small for the requested
     sizes) ended in the notebook, the cell and a pointer to the traceback.  Negative control:
     any other error still names the cell and where the traceback is kept."""
-    monkeypatch.setattr(reproduce, "FAILED_DIR", dirs / "failed")
+    monkeypatch.setattr(staging, "FAILED_DIR", dirs / "failed")
     nb = write_notebook(dirs / "r.ipynb", PARAMS, REFUSING)
     entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(nb), "c")
     monkeypatch.setattr(reproduce, "load_registry", lambda: {"lin-rt": entry})
@@ -487,7 +487,7 @@ def test_the_corpus_scale_figure_runs_on_a_readers_text(dirs, monkeypatch, capsy
     corpus-scale figure and its claims for that text in results/explore/, and a text too small
     for the requested sizes gets one line saying what it supports."""
     monkeypatch.setenv("NTP_CACHE_DIR", str(dirs / "cache"))
-    monkeypatch.setattr(reproduce, "FAILED_DIR", dirs / "failed")
+    monkeypatch.setattr(staging, "FAILED_DIR", dirs / "failed")
     text = write_story(dirs / "mine.txt", 30).read_text(encoding="utf-8")
     monkeypatch.chdir(dirs)
     base = ["--only", "geo-corpus-scale", "--profile", "quick", "--set", "corpus=mine.txt"]

@@ -342,11 +342,11 @@ def solve_nuclear_svm_scale(
         Douglas-Rachford dual alone).
     max_seconds : optional wall-time limit.
     log : called at every gap evaluation with iteration, (estimated) gap, primal, dual,
-        fixed-point residual, the number of polish steps taken and whether the SVT is still
-        in single precision.
+        fixed-point residual and the number of polish steps taken.
     single_until : the SVT runs in single precision while the fixed-point residual
-        ``||T(v) - v||_F`` is above ``single_until * ||Z0||_F`` (0: double precision
-        throughout); the certificate is computed in double precision regardless.
+        ``||T(v) - v||_F`` is above ``single_until * ||Z0||_F`` (``Z0`` the start) and for at
+        most ``max_iter // 2`` iterations (0: double precision throughout); the gap is
+        evaluated and certified in double precision only.
 
     Returns
     -------
@@ -419,7 +419,7 @@ def solve_nuclear_svm_scale(
         np.subtract(z, y, out=f)
         f += x  # T(v)
         res = float(np.linalg.norm(g))
-        if single and res < switch_res:
+        if single and (res < switch_res or it > max_iter // 2):  # (the latter: a failsafe)
             single, y32, x32 = False, None, None
         # safeguard: an accelerated state must not increase the residual; restart the
         # memory from the last accepted state's T(v)
@@ -442,7 +442,7 @@ def solve_nuclear_svm_scale(
             target = best_primal[0] * (1.0 - tol_est)
             # the infeasible SVT output is near-optimal well before z: polish the dual only
             # once ||z||_* - ||x||_* says the primal can carry the requested gap
-            if not single and best_dual[0] < target and primal - nuc_x <= 0.5 * tol * primal:
+            if best_dual[0] < target and primal - nuc_x <= 0.5 * tol * primal:
                 dual, P, steps = _dual_polish(G_dr, Sr, omega, delta, target, polish_steps)
                 if dual > best_dual[0]:
                     best_dual = (dual, P)
@@ -457,7 +457,6 @@ def solve_nuclear_svm_scale(
                         "dual": best_dual[0],
                         "res": res,
                         "polish_steps": steps,
-                        "single": single,
                     }
                 )
             if gap <= tol_est:

@@ -230,3 +230,23 @@ def test_all_distinct_supports_match_scs_with_exact_kkt(distinct) -> None:
     G_off = sol.G[~S]
     # complementary slackness: sum of |G| * slack vanishes with the gap
     assert float(-(G_off * slack).sum()) <= 1e-6 * sol.objective
+
+
+def test_single_precision_phase_certifies_the_same_optimum() -> None:
+    """The early single-precision SVT changes the path, not the answer: with and without
+    it the solver certifies the same optimum (each within its certified gap), and the
+    returned L and G are float64 and feasible."""
+    from ntpcore.bench.solvers import geo_supports
+
+    S = geo_supports(40, 120, "distinct", seed=1)
+    mixed = solve_nuclear_svm_scale(S, tol=1e-7)
+    double = solve_nuclear_svm_scale(S, tol=1e-7, single_until=0.0)
+    assert mixed.L.dtype == double.L.dtype == mixed.G.dtype == np.float64
+    for sol in (mixed, double):
+        c = g.check_certificate(sol.G, S, sol.L)
+        assert c["gap"] <= 1e-7 and c["violation"] < 1e-12 and c["op_norm"] <= 1 + 1e-12
+    # each objective is within its own gap of the optimum, which lies between the two duals
+    assert max(mixed.dual_objective, double.dual_objective) <= min(
+        mixed.objective, double.objective
+    ) * (1 + 1e-12)
+    assert abs(mixed.objective - double.objective) <= 2e-7 * double.objective

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from ntpcore.bench import solvers as bench
 from ntpcore.bench.timing import Timing, measure
+from ntpcore.errors import ParameterError
 
 
 def test_measure_reports_median_min_max_of_each_run():
@@ -37,9 +39,44 @@ def test_generic_solve_in_a_child_process_and_its_time_limit():
 @pytest.mark.parametrize("name", ["ntp-svm", "nuclear-svm"])
 def test_specialised_solvers_are_feasible_on_the_smallest_instance(name):
     prob = bench.PROBLEMS[name]
-    inst = prob.instance(prob.sizes[0].dims)
-    objective, violation = prob.check(inst, prob.fast(inst))
+    inst = prob.make(prob.sizes[0])
+    solution, certificate = prob.unpack(prob.fast(inst))
+    objective, violation = prob.check(inst, solution)
     assert objective > 0 and violation <= 1e-6
+    if name == "nuclear-svm":  # the certificate: a relative duality gap within the solver's tol
+        assert 0 <= certificate["gap"] <= 1e-8
+        assert abs(certificate["dual_objective"] - objective * (1 - certificate["gap"])) < 1e-9
+
+
+def test_support_laws_of_the_nuclear_ladder():
+    """Both laws are seeded and draw supports of 1..5 words; "patterns" shares at most m/4
+    supports among the m contexts, "distinct" gives every context its own support."""
+    for law in ("patterns", "distinct"):
+        S = bench.geo_supports(300, 1200, law, seed=4)
+        np.testing.assert_array_equal(S, bench.geo_supports(300, 1200, law, seed=4))
+        k = S.sum(axis=0)
+        assert S.shape == (300, 1200) and k.min() >= 1 and k.max() <= 5
+        n = len(np.unique(S, axis=1).T)
+        assert n == 1200 if law == "distinct" else n <= 300
+    # the word frequencies follow the Zipf law: the most frequent word is in far more supports
+    S = bench.geo_supports(300, 1200, "distinct", seed=4)
+    assert S[0].sum() > 10 * S[150:].sum(axis=1).mean()
+    with pytest.raises(ParameterError, match="law must be"):
+        bench.geo_supports(30, 20, "zipf")
+    with pytest.raises(ParameterError, match="distinct supports"):
+        bench.geo_supports(3, 10, "distinct")  # 3 words have 6 supports of 1..2 words
+
+
+def test_a_nuclear_solve_records_its_certified_gap_and_the_distinct_supports():
+    """The child of an all-distinct rung records the certified gap of the solve, and the row
+    the number of distinct supports (every column)."""
+    prob = bench.PROBLEMS["nuclear-svm-scale"]
+    index = next(i for i, s in enumerate(prob.sizes) if s.law == "distinct")
+    size = prob.sizes[index]
+    res = bench._run_child("nuclear-svm-scale", index, "specialised", timeout=300, repeats=1)
+    assert res["status"] == "ok" and 0 <= res["gap"] <= 1e-6 and res["violation"] <= 1e-9
+    assert res["reduced_shape"][1] == size.dims["m"]
+    assert prob.describe(prob.make(size))["distinct_supports"] == size.dims["m"]
 
 
 def test_the_bench_collects_the_runners_records_oldest_first(tmp_path, monkeypatch):

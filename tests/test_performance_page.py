@@ -107,7 +107,7 @@ BENCH = {
             "nuclear-svm-scale",
             {"V": 1000, "m": 5000},
             5_000_000,
-            _timing(45.0, rel_gap=None),
+            {**_timing(45.0, rel_gap=None), "gap": 8.1e-7},
             NOT_RUN,
             TIMEOUT,
         ),
@@ -119,6 +119,31 @@ BENCH = {
             NOT_RUN,
             SKIPPED,
         ),
+        # the same sizes with all supports distinct (index 7 and 8)
+        {
+            **_row(
+                "nuclear-svm-scale",
+                {"V": 1000, "m": 5000},
+                5_000_000,
+                {**_timing(52.0, rel_gap=None), "gap": 9.2e-7},
+                NOT_RUN,
+                SKIPPED,
+            ),
+            "law": "distinct",
+            "distinct_supports": 5000,
+        },
+        {
+            **_row(
+                "nuclear-svm-scale",
+                {"V": 2000, "m": 10000},
+                20_000_000,
+                {"status": "skipped (a smaller size ran out of time/memory)", "median": None},
+                NOT_RUN,
+                SKIPPED,
+            ),
+            "law": "distinct",
+            "distinct_supports": 10000,
+        },
     ],
     "trainers": [
         {
@@ -190,12 +215,38 @@ def test_timed_out_generic_solvers_give_lower_bounds_and_limits_decide_scale_tar
     # past a 120 s limit says nothing about a 10 min target
     assert _find(BENCH, "nuclear-norm SVM $2000")[2].startswith("not measured")
     longer = copy.deepcopy(BENCH)
-    longer["solvers"][6]["specialised"] = {"status": "timeout after 600 s", "median": None}
+    for i in (6, 8):
+        longer["solvers"][i]["specialised"] = {"status": "timeout after 600 s", "median": None}
     assert _find(longer, "nuclear-norm SVM $2000")[2] == "**no**"
     slow = copy.deepcopy(BENCH)
-    slow["solvers"][5]["specialised"] = _timing(75.0, rel_gap=None)
-    assert _find(slow, "nuclear-norm SVM $1000")[2] == "**no**"
+    slow["solvers"][5]["specialised"] = {**_timing(75.0, rel_gap=None), "gap": 8e-7}
+    verdict = _find(slow, "nuclear-norm SVM $1000")[2]
+    assert verdict == "**no** (ladder instance); yes (all supports distinct)"
     assert _find(BENCH, "Graph-SVM at")[2] == "yes"
+
+
+def test_the_nuclear_scale_targets_need_a_certified_gap_on_every_instance_law():
+    """The 1000 x 5000 target is met when both instances (the ladder's and the one with all
+    supports distinct) were solved in time with a recorded certified gap <= 1e-6; a larger gap
+    is not met, a missing gap or a missing instance is not measured, and the row names the
+    number of distinct supports."""
+    row = _find(BENCH, "nuclear-norm SVM $1000")
+    assert "all supports distinct (5,000 distinct supports): 52 s, certified gap 9.2e-07" in row[1]
+    assert "ladder instance: 45 s, certified gap 8.1e-07" in row[1]
+    loose = copy.deepcopy(BENCH)
+    loose["solvers"][7]["specialised"]["gap"] = 2e-6
+    verdict = _find(loose, "nuclear-norm SVM $1000")[2]
+    assert verdict == "yes (ladder instance); **no** (all supports distinct)"
+    unrecorded = copy.deepcopy(BENCH)
+    del unrecorded["solvers"][7]["specialised"]["gap"]
+    verdict = _find(unrecorded, "nuclear-norm SVM $1000")[2]
+    assert "not measured: the run recorded no certified gap (all supports distinct)" in verdict
+    absent = copy.deepcopy(BENCH)
+    del absent["solvers"][7]
+    row = _find(absent, "nuclear-norm SVM $1000")
+    assert "all supports distinct: not measured" in row[1] and "yes (ladder instance)" in row[2]
+    assert "5,000 distinct supports" in ntpbook.tables_text(BENCH)
+    assert "certified gap 9.2e-07" in ntpbook.tables_text(BENCH)
 
 
 def test_trainers_attention_and_quick_profile_targets():
@@ -253,7 +304,8 @@ def test_the_peak_memory_of_a_solve_is_stated_when_recorded():
     assert "peak" not in _find(BENCH, "nuclear-norm SVM $1000")[1]
     with_mem = copy.deepcopy(BENCH)
     with_mem["solvers"][5]["specialised"]["peak_rss_mb"] = 2560.0
-    assert "45 s, peak 2.5 GB" in _find(with_mem, "nuclear-norm SVM $1000")[1]
+    text = _find(with_mem, "nuclear-norm SVM $1000")[1]
+    assert "45 s, certified gap 8.1e-07, peak 2.5 GB" in text
     assert "peak 2.5 GB" in ntpbook.tables_text(with_mem)
     with_mem["solvers"][5]["specialised"]["peak_rss_mb"] = 300.0
     assert "peak 300 MB" in _find(with_mem, "nuclear-norm SVM $1000")[1]
@@ -274,7 +326,7 @@ def test_agreement_with_scs_is_judged_at_every_size_scs_finished():
     data["solvers"].insert(5, small)
     row = _find(data, "nuclear-norm SVM at vocabulary scale")
     assert row[2] == "yes" and "V=60, m=150: 5.6e-07" in row[1]
-    assert "(2 larger sizes: SCS did not finish)" in row[1]
+    assert "(4 larger sizes: SCS did not finish)" in row[1]
     data["solvers"][5]["specialised"]["rel_gap"] = 1.1e-4  # not equal accuracy
     assert _find(data, "nuclear-norm SVM at vocabulary scale")[2] == "**no**"
     assert _find(BENCH, "nuclear-norm SVM at vocabulary scale")[1].startswith("not measured")

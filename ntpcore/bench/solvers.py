@@ -13,8 +13,10 @@ solvers
     sizes and on growing sizes.  Every solve (specialised or generic) runs in a child
     process with a time limit (default 10 minutes), so a solver that runs out of time or
     memory is recorded as such and the ladder stops for it.  Reported: median/min/max
-    time, objective, relative objective gap to the Clarabel solution, and the worst
-    constraint violation.
+    time, objective, relative objective gap to the Clarabel solution, the worst
+    constraint violation, the peak resident memory of the child and, for the nuclear-norm
+    SVM, the certified relative duality gap of the specialised solve and the number of
+    distinct supports of the instance (its two support laws: :func:`geo_supports`).
 trainers
     Steps per second of GD/NGD/Adam on the linear model against a plain numpy loop, and of
     UFM/transformer/LSTM training (this project's formulation: distinct contexts with counts)
@@ -52,6 +54,7 @@ import numpy as np
 
 from ntpcore.bench.timing import measure
 from ntpcore.core.io import write_text_atomic
+from ntpcore.errors import ParameterError
 from ntpcore.pipeline import paths
 from ntpcore.pipeline.provenance import git_state, versions
 
@@ -65,10 +68,12 @@ GENERIC = ("CLARABEL", "SCS")
 
 @dataclass(frozen=True)
 class Size:
-    """One instance size of a problem; ``label`` says where it comes from."""
+    """One instance size of a problem; ``label`` says where it comes from; ``law``, if set,
+    names the law of a problem's instances when it has several (``geo_supports``)."""
 
     dims: dict[str, int]
     label: str = ""
+    law: str = ""
 
 
 def _lin_instance(dims: dict[str, int], seed: int = 0):
@@ -81,19 +86,62 @@ def _lin_instance(dims: dict[str, int], seed: int = 0):
     return data.H, data.P > 0
 
 
-def _geo_instance(dims: dict[str, int], seed: int = 0):
+def geo_supports(V: int, m: int, law: str = "patterns", seed: int = 0) -> np.ndarray:
+    r"""Support matrices ``S`` (V x m, bool) of the nuclear-norm SVM bench ladder, seeded.
+
+    Sparsity law (both laws): a support has :math:`k` words, :math:`k` uniform in
+    :math:`\{1,\dots,\min(5,V-1)\}`, drawn without replacement with probabilities
+    proportional to :math:`1/\text{rank}` (a Zipf law of exponent 1 over the vocabulary), so
+    that a few frequent words are in many supports and most words in few or none, as in
+    real text.
+
+    ``law="patterns"``: :math:`\max(2,\lfloor m/4\rfloor)` supports are drawn this way and
+    each of the ``m`` contexts takes one of them uniformly at random, so many contexts share
+    a support (about ``m/4`` distinct supports, as in real text): the exact reduction of
+    :func:`ntpcore.geo.svm.reduce_support` shrinks the problem to about a quarter of its
+    columns.  ``law="distinct"``: every context draws its own support, a support equal to an
+    earlier one being drawn again, so all ``m`` supports are distinct and the reduction
+    keeps every column (the hardest case for the solvers at a given size).
+
+    Raises
+    ------
+    ParameterError
+        On an unknown ``law``, or if ``m`` distinct supports are not found in ``100 m``
+        draws (a vocabulary too small for ``m`` distinct supports).
+    """
     rng = np.random.default_rng(seed)
-    V, m = dims["V"], dims["m"]
-    # supports of 1..5 words, drawn from a Zipf-like word frequency; about m/4 distinct
-    # support patterns, as in real text where many contexts share a support
-    n_patterns = max(2, m // 4)
+    k_max = min(5, V - 1)
     freq = 1.0 / np.arange(1, V + 1)
     freq /= freq.sum()
-    patterns = np.zeros((V, n_patterns), dtype=bool)
-    for k in range(n_patterns):
-        size = int(rng.integers(1, min(5, V - 1) + 1))
-        patterns[rng.choice(V, size, replace=False, p=freq), k] = True
-    return patterns[:, rng.integers(0, n_patterns, m)]
+    if law == "patterns":
+        n_patterns = max(2, m // 4)
+        patterns = np.zeros((V, n_patterns), dtype=bool)
+        for k in range(n_patterns):
+            size = int(rng.integers(1, k_max + 1))
+            patterns[rng.choice(V, size, replace=False, p=freq), k] = True
+        return patterns[:, rng.integers(0, n_patterns, m)]
+    if law != "distinct":
+        raise ParameterError(f"law must be 'patterns' or 'distinct', got {law!r}")
+    S = np.zeros((V, m), dtype=bool)
+    seen: set[tuple[int, ...]] = set()
+    draws = 0
+    while len(seen) < m:
+        draws += 1
+        if draws > 100 * m:
+            raise ParameterError(
+                f"no {m} distinct supports of 1..{k_max} words found among V={V} words "
+                f"in {100 * m} draws"
+            )
+        size = int(rng.integers(1, k_max + 1))
+        support = tuple(sorted(rng.choice(V, size, replace=False, p=freq)))
+        if support not in seen:
+            S[list(support), len(seen)] = True
+            seen.add(support)
+    return S
+
+
+def _geo_instance(dims: dict[str, int], law: str = "patterns", seed: int = 0):
+    return geo_supports(dims["V"], dims["m"], law, seed)
 
 
 def _att_instance(dims: dict[str, int], seed: int = 0):
@@ -128,13 +176,34 @@ def _lin_check(inst, W) -> tuple[float, float]:
 def _geo_fast(S):
     from ntpcore.geo.svm import solve_nuclear_svm
 
-    return solve_nuclear_svm(S).L
+    return solve_nuclear_svm(S)  # certified relative gap 1e-8, else SolverError
 
 
 def _geo_scale(S):
     from ntpcore.geo.svm_scale import solve_nuclear_svm_scale
 
-    return solve_nuclear_svm_scale(S).L  # certified relative gap 1e-6, else SolverError
+    return solve_nuclear_svm_scale(S)  # certified relative gap 1e-6, else SolverError
+
+
+def _geo_unpack(res) -> tuple[np.ndarray, dict[str, Any]]:
+    """``L`` of a specialised nuclear-norm solve and its certificate: the relative duality
+    gap ``(||L||_* - dual) / ||L||_*`` of the feasible ``L`` and the dual-feasible ``G`` it
+    returns (:attr:`ntpcore.geo.svm.NuclearSVMResult.gap`)."""
+    return res.L, {
+        "gap": float(res.gap),
+        "dual_objective": float(res.dual_objective),
+        "iterations": int(res.iterations),
+        "reduced_shape": [int(n) for n in res.reduced_shape],
+    }
+
+
+def _geo_describe(S) -> dict[str, Any]:
+    """Distinct supports (columns of ``S``) and word classes (distinct rows): the size of the
+    reduced problem the solvers work on."""
+    from ntpcore.geo.svm import reduce_support
+
+    r, u = reduce_support(S).Sr.shape
+    return {"distinct_supports": int(u), "word_classes": int(r)}
 
 
 def _geo_generic(S, solver: str):
@@ -187,6 +256,15 @@ class Problem:
     n_vars: Callable[[dict[str, int]], int]
     sizes: tuple[Size, ...]
     generic_solvers: tuple[str, ...] = GENERIC
+    #: the specialised solver's solution and what it certifies (e.g. its duality gap), from
+    #: what ``fast`` returns; by default ``fast`` returns the solution itself
+    unpack: Callable[[Any], tuple[np.ndarray, dict[str, Any]]] = lambda sol: (sol, {})
+    #: facts about an instance recorded with its row (e.g. its reduced size)
+    describe: Callable[[Any], dict[str, Any]] | None = None
+
+    def make(self, size: Size) -> Any:
+        """The instance of one size (of its law, when the size names one)."""
+        return self.instance(size.dims, size.law) if size.law else self.instance(size.dims)
 
 
 PROBLEMS: dict[str, Problem] = {
@@ -223,25 +301,40 @@ PROBLEMS: dict[str, Problem] = {
             Size({"V": 500, "m": 2500}),
             Size({"V": 1000, "m": 5000}, "target: 10x variables in < 60 s"),
         ),
+        unpack=_geo_unpack,
+        describe=_geo_describe,
     ),
     "nuclear-svm-scale": Problem(
         "nuclear-svm-scale",
         "nuclear-norm NTP-SVM (geo) at vocabulary scale: Anderson-accelerated DR",
-        lambda s: _geo_instance(s),
+        _geo_instance,
         _geo_scale,
         _geo_generic,
         _geo_check,
         lambda s: s["V"] * s["m"],
         (
             Size({"V": 60, "m": 150}, "agreement with SCS"),
+            Size({"V": 60, "m": 150}, "agreement with SCS, all supports distinct", "distinct"),
             Size({"V": 104, "m": 403}, "geo real-text size"),
             Size({"V": 200, "m": 1000}),
             Size({"V": 500, "m": 2500}),
             Size({"V": 1000, "m": 5000}, "target: gap 1e-6 in < 60 s"),
+            Size(
+                {"V": 1000, "m": 5000},
+                "target: gap 1e-6 in < 60 s, all supports distinct",
+                "distinct",
+            ),
             Size({"V": 2000, "m": 10000}, "target: gap 1e-6 in < 10 min"),
+            Size(
+                {"V": 2000, "m": 10000},
+                "target: gap 1e-6 in < 10 min, all supports distinct",
+                "distinct",
+            ),
         ),
         # Clarabel runs out of memory from about V=60, m=150 (an SDP of size V + m)
         generic_solvers=("SCS",),
+        unpack=_geo_unpack,
+        describe=_geo_describe,
     ),
     "graph-svm": Problem(
         "graph-svm",
@@ -268,7 +361,7 @@ PROBLEMS: dict[str, Problem] = {
 def _child(problem: str, index: int, solver: str, repeats: int) -> dict[str, Any]:
     """Run in a child process: time one solver ("specialised" or a cvxpy backend)."""
     prob = PROBLEMS[problem]
-    inst = prob.instance(prob.sizes[index].dims)
+    inst = prob.make(prob.sizes[index])
     if solver == "specialised":
         solve = functools.partial(prob.fast, inst)
     else:
@@ -277,6 +370,7 @@ def _child(problem: str, index: int, solver: str, repeats: int) -> dict[str, Any
     if repeats > 1 and timing.median < 20:
         more, sol = measure(solve, repeats=repeats - 1, warmup=0)
         timing = type(timing)(timing.times + more.times)
+    sol, certificate = prob.unpack(sol) if solver == "specialised" else (sol, {})
     objective, violation = prob.check(inst, sol)
     # peak resident memory of this child (instance, solver and check): KiB on Linux, bytes on macOS
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (
@@ -286,6 +380,7 @@ def _child(problem: str, index: int, solver: str, repeats: int) -> dict[str, Any
         **timing.as_dict(),
         "objective": objective,
         "violation": violation,
+        **certificate,
         "status": "ok",
         "peak_rss_mb": peak_mb,
     }
@@ -335,6 +430,10 @@ def bench_solvers(problems: list[str], max_seconds: float, quick: bool) -> list[
                 "label": size.label,
                 "n_vars": prob.n_vars(size.dims),
             }
+            if size.law:
+                row["law"] = size.law
+            if prob.describe is not None:
+                row.update(prob.describe(prob.make(size)))
             for solver in ("specialised", *GENERIC):
                 if solver not in ("specialised", *prob.generic_solvers):
                     row[solver] = {"status": "not run at these sizes", "median": None}

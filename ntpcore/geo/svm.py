@@ -333,12 +333,76 @@ def reduce_support(S: ArrayLike) -> _Reduction:
     )
 
 
+#: columns are processed in blocks of about this many entries, so that the working arrays of
+#: the column-wise projections stay in cache whatever the size of the matrix
+_BLOCK_ENTRIES = 2**16
+
+#: finite stand-in for minus infinity in the breakpoint arrays (0 * _NEVER = 0, unlike -inf)
+_NEVER = -1e300
+
+
+def _breakpoint_roots(
+    T: NDArray[np.float64],
+    A: NDArray[np.float64],
+    B: NDArray[np.float64],
+    w2: NDArray[np.float64],
+    alpha: NDArray[np.float64],
+    max_steps: int = 50,
+) -> NDArray[np.float64]:
+    r"""Per column ``g`` of ``T``, the root of the increasing concave piecewise-linear
+    :math:`\phi_g(a)=B_ga-A_g-\sum_w w2_w\,(T_{wg}-a)_+` by Newton's method from ``alpha``.
+
+    For the active set :math:`\{w: T_{wg}>a\}` Newton's step is
+    :math:`a\leftarrow(A_g+\sum_{\mathcal A}w2_wT_{wg})/(B_g+\sum_{\mathcal A}w2_w)`; a
+    column is settled when the step returns the same value (its active set is that of the
+    root).  Entries equal to :data:`_NEVER` never enter.  Columns not settled after
+    ``max_steps`` (never seen) are solved exactly by sorting the breakpoints
+    (:func:`_roots_by_sorting`).  Returns the roots.
+    """
+    act = np.empty(T.shape, dtype=bool)
+    TA = np.empty_like(T)
+    for _ in range(max_steps):
+        np.greater(T, alpha, out=act)
+        np.multiply(T, act, out=TA)
+        new = (A + w2 @ TA) / (B + w2 @ act)
+        if np.array_equal(new, alpha):
+            return new
+        prev, alpha = alpha, new
+    moving = alpha != prev
+    alpha[moving] = _roots_by_sorting(T[:, moving], A[moving], B[moving], w2)
+    return alpha
+
+
+def _roots_by_sorting(
+    T: NDArray[np.float64],
+    A: NDArray[np.float64],
+    B: NDArray[np.float64],
+    w2: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Exact roots of :func:`_breakpoint_roots`' :math:`\\phi` by sorting the breakpoints:
+    with the ``p`` largest entries active, the first ``p`` whose root is at least the next
+    breakpoint."""
+    r, u = T.shape
+    order = np.argsort(-T, axis=0, kind="stable")
+    bs = np.take_along_axis(T, order, axis=0)
+    off = bs > _NEVER
+    num = np.where(off, bs * w2[order], 0.0)
+    den = np.where(off, w2[order], 0.0)
+    cnum = np.vstack([np.zeros((1, u)), np.cumsum(num, axis=0)])
+    cden = np.vstack([np.zeros((1, u)), np.cumsum(den, axis=0)])
+    alpha_p = (A[None, :] + cnum) / (B[None, :] + cden)
+    ok = alpha_p >= np.vstack([np.where(off, bs, -np.inf), np.full((1, u), -np.inf)])
+    return alpha_p[np.argmax(ok, axis=0), np.arange(u)]
+
+
 def _project_columns(
     Y: NDArray[np.float64],
     Sr: NDArray[np.bool_],
     omega: NDArray[np.float64],
     delta: NDArray[np.float64],
     alpha0: NDArray[np.float64] | None = None,
+    out: NDArray[np.float64] | None = None,
+    support: tuple[NDArray[np.intp], NDArray[np.intp]] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     r"""Euclidean projection of each column of ``Y`` onto the weighted set
     :math:`C'_g=\{x: x_w=\omega_w\alpha\ (w\in\mathcal S_g),\ x_w\le\omega_w(\alpha-\delta_g)\}`.
@@ -346,58 +410,38 @@ def _project_columns(
     For fixed :math:`\alpha` the best ``x`` is :math:`\omega_w\alpha` on the support and
     :math:`\min(y_w,\omega_w(\alpha-\delta_g))` off it, leaving the convex piecewise quadratic
     :math:`f(\alpha)=\sum_{\mathcal S}(\omega_w\alpha-y_w)^2+\sum_{w\notin\mathcal S}
-    (y_w-\omega_w(\alpha-\delta_g))_+^2`.  Off-support word ``w`` is active iff
-    :math:`\alpha<\beta_w=y_w/\omega_w+\delta_g`, and for a fixed active set :math:`\mathcal A`,
-    :math:`f'=0` gives :math:`\alpha=(\sum_{\mathcal S}\omega y+\sum_{\mathcal A}\omega(y+\omega
-    \delta))/(\sum_{\mathcal S}\omega^2+\sum_{\mathcal A}\omega^2)`.  That map is Newton's
-    step on :math:`f'`, which is increasing and concave (its slope drops as words leave
-    :math:`\mathcal A`), so from any start the iterates reach the root in finitely many
-    steps (monotonically after the first); started at the previous ADMM iterate's
-    :math:`\alpha` it takes 1-3 steps.  Columns not settled after 30 steps (never seen) are
-    solved exactly by sorting the breakpoints.  Vectorised over columns; returns (x, alpha).
+    \omega_w^2(\beta_w-\alpha)_+^2` with :math:`\beta_w=y_w/\omega_w+\delta_g`: off-support
+    word ``w`` is active iff :math:`\alpha<\beta_w`.  :math:`f'/2=B\alpha-A-\sum_{w\notin
+    \mathcal S}\omega_w^2(\beta_w-\alpha)_+` (:math:`A=\sum_{\mathcal S}\omega y`,
+    :math:`B=\sum_{\mathcal S}\omega^2`) is increasing and concave, and for a fixed active set
+    :math:`\mathcal A` its root :math:`\alpha=(A+\sum_{\mathcal A}\omega^2\beta)/(B+
+    \sum_{\mathcal A}\omega^2)` is Newton's step, so from any start the iterates reach the
+    root in finitely many steps (monotonically after the first); started at the previous
+    iterate's :math:`\alpha` it takes 1-3 steps (:func:`_breakpoint_roots`).  The columns
+    are processed in blocks that stay in cache, the support entries (a few per column) by
+    their indices (``support = np.nonzero(Sr)``, computed if not given).  Returns (x, alpha);
+    ``x`` is written to ``out`` if given (not ``Y``).
     """
-    w2 = (omega * omega)[:, None]
-    wy = omega[:, None] * Y
-    A = np.where(Sr, wy, 0.0).sum(axis=0)  # (u,)
-    B = np.where(Sr, w2, 0.0).sum(axis=0)  # (u,) > 0
-    beta = np.where(Sr, -np.inf, Y / omega[:, None] + delta[None, :])
-    num_w = wy + w2 * delta[None, :]
-    alpha = A / B if alpha0 is None else alpha0
-    active = beta > alpha[None, :]
-    for _ in range(30):
-        alpha = (A + np.where(active, num_w, 0.0).sum(axis=0)) / (
-            B + np.where(active, w2, 0.0).sum(axis=0)
-        )
-        new_active = beta > alpha[None, :]
-        if np.array_equal(new_active, active):
-            break
-        active = new_active
-    else:  # pragma: no cover - safeguard
-        alpha = _alpha_by_sorting(A, B, beta, num_w, w2, Sr)
-    bound = omega[:, None] * (alpha[None, :] - delta[None, :])
-    return np.where(Sr, omega[:, None] * alpha[None, :], np.minimum(Y, bound)), alpha
-
-
-def _alpha_by_sorting(
-    A: NDArray[np.float64],
-    B: NDArray[np.float64],
-    beta: NDArray[np.float64],
-    num_w: NDArray[np.float64],
-    w2: NDArray[np.float64],
-    Sr: NDArray[np.bool_],
-) -> NDArray[np.float64]:
-    """Exact root of f' by sorting breakpoints: the first p with alpha_p >= beta_(p+1)."""
-    r, u = beta.shape
-    order = np.argsort(-beta, axis=0, kind="stable")
-    bs = np.take_along_axis(beta, order, axis=0)
-    off = ~np.take_along_axis(Sr, order, axis=0)
-    num = np.where(off, np.take_along_axis(num_w, order, axis=0), 0.0)
-    den = np.where(off, np.take_along_axis(np.broadcast_to(w2, (r, u)), order, axis=0), 0.0)
-    cnum = np.vstack([np.zeros((1, u)), np.cumsum(num, axis=0)])
-    cden = np.vstack([np.zeros((1, u)), np.cumsum(den, axis=0)])
-    alpha_p = (A[None, :] + cnum) / (B[None, :] + cden)
-    ok = alpha_p >= np.vstack([bs, np.full((1, u), -np.inf)])
-    return alpha_p[np.argmax(ok, axis=0), np.arange(u)]
+    r, u = Y.shape
+    w = omega[:, None]
+    w2 = omega * omega
+    unit = bool(np.all(omega == 1.0))
+    rows, cols = np.nonzero(Sr) if support is None else support
+    A = np.bincount(cols, weights=omega[rows] * Y[rows, cols], minlength=u)
+    B = np.bincount(cols, weights=w2[rows], minlength=u)
+    alpha = A / B if alpha0 is None else np.array(alpha0, dtype=np.float64)
+    X = np.empty_like(Y) if out is None else out
+    step = max(1, _BLOCK_ENTRIES // max(r, 1))
+    for c0 in range(0, u, step):
+        blk = slice(c0, min(u, c0 + step))
+        Yb, db = Y[:, blk], delta[blk]
+        T = Yb + db if unit else Yb / w + db
+        T[Sr[:, blk]] = _NEVER
+        a = _breakpoint_roots(T, A[blk], B[blk], w2, alpha[blk])
+        alpha[blk] = a
+        np.minimum(Yb, (a - db) if unit else w * (a - db), out=X[:, blk])
+    X[rows, cols] = omega[rows] * alpha[cols]
+    return X, alpha
 
 
 def _svt(Y: NDArray[np.float64], tau: float) -> NDArray[np.float64]:
@@ -445,13 +489,19 @@ def reduced_start(S: NDArray[np.bool_]):
     centred support :math:`Z = D_r^{1/2}\tilde S_r D_c^{1/2}` (feasible), its thin SVD and
     its numerical rank ``k``.
     """
+    red, Z = reduced_centred_support(S)
+    U, s, Vt = np.linalg.svd(Z, full_matrices=False)
+    return red, Z, (U, s, Vt), int(np.sum(s > 1e-9 * s[0]))
+
+
+def reduced_centred_support(S: NDArray[np.bool_]) -> tuple[_Reduction, NDArray[np.float64]]:
+    r"""The exact reduction of a validated support (:func:`reduce_support`) and the reduced
+    centred support :math:`Z = D_r^{1/2}\tilde S_r D_c^{1/2}` (feasible, margin 1)."""
     _check_margin_support(S)
     red = reduce_support(S)
     Sr, omega, delta = red.Sr, red.omega, red.delta
     St_r = Sr - ((omega**2)[:, None] * Sr).sum(axis=0, keepdims=True) / float(S.shape[0])
-    Z = omega[:, None] * St_r * delta[None, :]
-    U, s, Vt = np.linalg.svd(Z, full_matrices=False)
-    return red, Z, (U, s, Vt), int(np.sum(s > 1e-9 * s[0]))
+    return red, omega[:, None] * St_r * delta[None, :]
 
 
 def solve_nuclear_svm(

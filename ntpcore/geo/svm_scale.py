@@ -30,12 +30,28 @@ whose fixed points give :math:`z=x=N^{mm}` (it is ADMM on the same splitting as
 combine to the least-squares smallest one.  The step is safeguarded: an accelerated state
 whose residual exceeds the last accepted residual is replaced by the plain step
 :math:`T(v_k)` (Zhang, O'Donoghue & Boyd, SIAM J. Optim. 2020), so the iteration inherits
-the convergence of Douglas-Rachford.  The penalty :math:`\rho` stays fixed: on the bench
-ladder, residual balancing and changing :math:`\rho` when the gap stalls both slowed the
-certificate down, and with the polished dual below a larger fixed :math:`\rho` helps on
-small supports (200 x 1000: 120 -> 60 iterations at twice to three times the default) but
-costs iterations on larger ones (1000 x 5000: 130 -> 180 at three times), so the default
-is kept.
+the convergence of Douglas-Rachford.
+
+*The penalty* :math:`\rho` stays fixed at ``0.2 / mean(s)`` (``s`` the nonzero singular
+values of the centred support, the start).  On the bench ladder, residual balancing and
+changing :math:`\rho` when the gap stalls (or once the primal has converged) slowed the
+certificate down.  The best fixed multiple depends on the instance; iterations with
+``c / mean(s)`` for ``c`` = 0.1 / 0.2 / 0.3 / 0.5 on the ladder's instances
+(:func:`ntpcore.bench.solvers.geo_supports`): 200 x 1000 150 / 80 / 60 / 60, 500 x 2500
+150 / 90 / 100 / 120, 1000 x 5000 150 / 140 / 180 / 240; with all supports distinct:
+200 x 1000 90 / 60 / 50 / 50, 500 x 2500 190 / 100 / 70 / 80, 1000 x 5000 140 / 90 / 90
+(not run at 0.5).  ``0.2`` is within 30 iterations of the best everywhere.  *The memory*
+is 8: 5, 8 and 12 gave iteration counts within 20 of each other on the patterns
+instances and the 200 x 1000 and 500 x 2500 all-distinct ones, and each stored pair costs
+two (r x u) arrays.
+
+*Single precision first.*  Until the fixed-point residual is below ``1e-4 ||Z0||_F``
+(about half the iterations) the SVT, the dominant cost, runs in float32 (Gram matrix,
+eigendecomposition and product at about half the float64 time); its rounding, about
+``1e-7`` of ``||y||``, is far below the residual, and the iteration counts were unchanged
+on the ladder (switching at ``1e-5`` instead cost 30 iterations on one instance).  The
+projection, the state and the certificate stay in float64 throughout, so every ``z`` is
+feasible and the certificate is exact; no gap is evaluated in that phase.
 
 Certificate
 -----------
@@ -67,12 +83,17 @@ that certified value.  If the requested gap is not certified, :class:`SolverErro
 raised: an uncertified iterate is never returned as a solution.
 
 Cost per iteration: one symmetric eigendecomposition of the :math:`r\times r` Gram matrix of
-the SVT argument plus :math:`O(ru)` work; the Anderson least-squares problem is
-``memory x memory`` (its Gram matrix is refreshed one row per iteration).  A polish step
-costs about one iteration.  With the dual polished, the remaining iterations are the
-primal's: its excess is :math:`\|P_{T^\perp}(z-x)\|_*` (the part of the projection's
-correction normal to the tangent space of the low-rank :math:`x`), which shrinks with the
-fixed-point residual.
+the SVT argument and two :math:`r\times r\times u` products (the Gram matrix and
+:math:`QY`, :func:`_svt_nuc`), plus :math:`O(ru)` work: the column-wise projections run on
+column blocks that stay in cache (:func:`ntpcore.geo.svm._project_columns`), the
+iteration's (r x u) arrays are allocated once, and the Anderson least-squares problem is
+``memory x memory`` (its Gram matrix is refreshed one row per iteration, reading the stored
+residual differences once).  A polish step costs about one iteration.  With the dual
+polished, the remaining iterations are the primal's: its excess is
+:math:`\|P_{T^\perp}(z-x)\|_*` (the part of the projection's correction normal to the
+tangent space of the low-rank :math:`x`), which shrinks with the fixed-point residual.
+The start (the polar factor of the centred support) comes from the eigendecomposition of
+its Gram matrix rather than an SVD (:func:`_polar_gram`).
 """
 
 from __future__ import annotations
@@ -87,29 +108,66 @@ from numpy.typing import ArrayLike, NDArray
 from ntpcore.core.validate import as_support
 from ntpcore.errors import SolverError
 from ntpcore.geo.svm import (
+    _BLOCK_ENTRIES,
+    _NEVER,
     NuclearSVMResult,
+    _breakpoint_roots,
     _dual_repair,
     _project_columns,
     expand_solution,
-    reduced_start,
+    reduced_centred_support,
 )
 
 __all__ = ["solve_nuclear_svm_scale"]
 
 
-def _svt_nuc(Y: NDArray[np.float64], tau: float) -> tuple[NDArray[np.float64], float]:
-    """:func:`ntpcore.geo.svm._svt` that also returns ``||SVT_tau(Y)||_*`` (no extra work)."""
+def _svt_nuc(
+    Y: NDArray[np.float64], tau: float, out: NDArray[np.float64] | None = None
+) -> tuple[NDArray[np.float64], float]:
+    """:func:`ntpcore.geo.svm._svt` that also returns ``||SVT_tau(Y)||_*`` (no extra work).
+
+    With ``k`` of the ``r`` (<= ``u``) singular values above ``tau``, the shrinkage is applied
+    as ``Q Y`` with the ``r x r`` matrix ``Q = U_k diag(1 - tau/sigma) U_k^T`` when that is
+    cheaper than ``U_k (diag(.) U_k^T Y)`` (``r^2 (k + u)`` against ``2 r k u`` flops: near
+    full rank, one ``r x u`` product instead of two).  Computed in the precision of ``Y``
+    (float64, or float32 in the solver's early phase); ``out``: optional array for the result.
+    """
     if Y.shape[0] > Y.shape[1]:
-        X, nuc = _svt_nuc(Y.T, tau)
+        X, nuc = _svt_nuc(Y.T, tau, None if out is None else out.T)
         return X.T, nuc
-    ev, U = scipy.linalg.eigh(Y @ Y.T, check_finite=False, driver="evd")
+    r, u = Y.shape
+    ev, U = scipy.linalg.eigh(Y @ Y.T, check_finite=False, driver="evd", overwrite_a=True)
     keep = ev > tau * tau
-    if not keep.any():
-        return np.zeros_like(Y), 0.0
+    k = int(np.count_nonzero(keep))
+    if k == 0:
+        X = np.zeros_like(Y) if out is None else out
+        X[...] = 0.0
+        return X, 0.0
     Uk = U[:, keep]
     sigma = np.sqrt(ev[keep])
     shrink = 1.0 - tau / sigma
-    return (Uk * shrink[None, :]) @ (Uk.T @ Y), float((sigma - tau).sum())
+    if r * (k + u) < 2 * k * u:
+        X = np.matmul((Uk * shrink[None, :]) @ Uk.T, Y, out=out)
+    else:
+        X = np.matmul(Uk * shrink[None, :], Uk.T @ Y, out=out)
+    return X, float((sigma - tau).sum())
+
+
+def _polar_gram(
+    A: NDArray[np.float64], rtol: float = 1e-7
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Polar factor ``U V^T`` of ``A`` (compact SVD ``A = U diag(s) V^T`` over the singular
+    values above ``rtol * s_max``) and those singular values, from the eigendecomposition
+    of the smaller Gram matrix, several times cheaper than an SVD; singular values below
+    about ``1e-8 s_max`` are not resolved this way, which is immaterial for a start."""
+    if A.shape[0] > A.shape[1]:
+        P, s = _polar_gram(A.T, rtol)
+        return P.T, s
+    ev, U = scipy.linalg.eigh(A @ A.T, check_finite=False, driver="evd", overwrite_a=True)
+    keep = ev > (rtol * rtol) * max(ev[-1], 0.0)
+    Uk = U[:, keep]
+    s = np.sqrt(ev[keep])
+    return ((Uk / s[None, :]) @ Uk.T) @ A, s
 
 
 def _nuclear_estimate(A: NDArray[np.float64]) -> float:
@@ -136,24 +194,33 @@ def _project_dual_cone(
     KKT: :math:`g=h-\mu\omega` on the support and :math:`\min(h-\mu\omega,0)` off it, with
     :math:`\mu` the root of the decreasing concave piecewise-linear
     :math:`\phi(\mu)=\omega^\top g(\mu)`.  For a fixed set :math:`\mathcal A` of clipped-free
-    off-support words :math:`\mu=\sum_{\mathcal S\cup\mathcal A}\omega h/
-    \sum_{\mathcal S\cup\mathcal A}\omega^2` is Newton's step; started at the support-only
-    value (where :math:`\phi\le0`) it decreases monotonically to the root in finitely many
-    steps.  Vectorised over columns.
+    off-support words (:math:`h_w/\omega_w<\mu`) :math:`\mu=\sum_{\mathcal S\cup\mathcal A}
+    \omega h/\sum_{\mathcal S\cup\mathcal A}\omega^2` is Newton's step; started at the
+    support-only value (where :math:`\phi\le0`) it decreases monotonically to the root in
+    finitely many steps.  In :math:`a=-\mu` this is the root-finding of
+    :func:`ntpcore.geo.svm._project_columns` with breakpoints :math:`-h_w/\omega_w`
+    (:func:`ntpcore.geo.svm._breakpoint_roots`), run on column blocks that stay in cache.
     """
+    r, u = H.shape
     w = omega[:, None]
-    wh = w * H
-    w2 = np.broadcast_to(w * w, H.shape)
-    mu = np.where(Sr, wh, 0.0).sum(axis=0) / np.where(Sr, w2, 0.0).sum(axis=0)
-    free = Sr | (H < mu[None, :] * w)
-    for _ in range(100):
-        mu = np.where(free, wh, 0.0).sum(axis=0) / np.where(free, w2, 0.0).sum(axis=0)
-        new_free = Sr | (H < mu[None, :] * w)
-        if np.array_equal(new_free, free):
-            break
-        free = new_free
-    T = H - mu[None, :] * w
-    return np.where(Sr, T, np.minimum(T, 0.0))
+    w2 = omega * omega
+    unit = bool(np.all(omega == 1.0))
+    rows, cols = np.nonzero(Sr)
+    A = -np.bincount(cols, weights=omega[rows] * H[rows, cols], minlength=u)
+    B = np.bincount(cols, weights=w2[rows], minlength=u)
+    mu = np.empty(u)
+    out = np.empty_like(H)
+    step = max(1, _BLOCK_ENTRIES // max(r, 1))
+    for c0 in range(0, u, step):
+        blk = slice(c0, min(u, c0 + step))
+        Hb = H[:, blk]
+        T = -Hb if unit else -(Hb / w)
+        T[Sr[:, blk]] = _NEVER
+        m = -_breakpoint_roots(T, A[blk], B[blk], w2, A[blk] / B[blk])
+        mu[blk] = m
+        np.minimum(Hb - w * m, 0.0, out=out[:, blk])
+    out[rows, cols] = H[rows, cols] - omega[rows] * mu[cols]
+    return out
 
 
 def _clip_op(G: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
@@ -177,8 +244,11 @@ def _dual_value(
     omega: NDArray[np.float64],
     delta: NDArray[np.float64],
 ) -> float:
-    """Reduced dual objective ``-sum_g delta_g sum_{w not in S_g} omega_w G_wg``."""
-    return float(-(np.where(Sr, 0.0, G) * omega[:, None]).sum(axis=0) @ delta)
+    """Reduced dual objective ``-sum_g delta_g sum_{w not in S_g} omega_w G_wg``: the full
+    weighted sum ``omega^T G delta`` less its support entries (a few per column)."""
+    rows, cols = np.nonzero(Sr)
+    on = float((omega[rows] * G[rows, cols]) @ delta[cols])
+    return on - float(omega @ G @ delta)
 
 
 def _dual_polish(
@@ -218,11 +288,31 @@ def _dual_polish(
     return best, P_best, steps
 
 
-def _anderson_update(H: NDArray[np.float64], dG: NDArray[np.float64], slot: int, k: int) -> None:
-    """Refresh row/column ``slot`` of the Gram matrix ``H = dG dG^T`` of the first ``k`` rows."""
-    col = dG[:k] @ dG[slot]
+def _anderson_update(
+    H: NDArray[np.float64],
+    dG: NDArray[np.float64],
+    slot: int,
+    k: int,
+    g: NDArray[np.float64],
+    rhs_prev: NDArray[np.float64] | None,
+) -> NDArray[np.float64]:
+    """Refresh row/column ``slot`` of the Gram matrix ``H = dG dG^T`` of the first ``k`` rows
+    and return the Anderson right-hand side ``dG g``, reading ``dG`` once.
+
+    ``dG[slot] = g - g_prev`` and every other row is unchanged since ``rhs_prev = dG g_prev``
+    was computed, so ``dG[i] . dG[slot] = (dG g)_i - (rhs_prev)_i`` for ``i != slot``;
+    ``rhs_prev=None`` (no previous right-hand side) computes the row directly.
+    """
+    rhs = dG[:k] @ g
+    if rhs_prev is None or rhs_prev.size < k - 1:
+        col = dG[:k] @ dG[slot]
+    else:
+        col = np.empty(k)
+        col[: rhs_prev.size] = rhs[: rhs_prev.size] - rhs_prev
+        col[slot] = float(dG[slot] @ dG[slot])
     H[slot, :k] = col
     H[:k, slot] = col
+    return rhs
 
 
 def solve_nuclear_svm_scale(
@@ -231,11 +321,12 @@ def solve_nuclear_svm_scale(
     tol: float = 1e-6,
     max_iter: int = 5_000,
     check_every: int = 10,
-    memory: int = 16,
+    memory: int = 8,
     rho: float | None = None,
     polish_steps: int = 12,
     max_seconds: float | None = None,
     log: Callable[[dict[str, float]], None] | None = None,
+    single_until: float = 1e-4,
 ) -> NuclearSVMResult:
     """Nuclear-norm NTP-SVM for large vocabularies (Anderson-accelerated Douglas-Rachford).
 
@@ -252,6 +343,10 @@ def solve_nuclear_svm_scale(
     max_seconds : optional wall-time limit.
     log : called at every gap evaluation with iteration, (estimated) gap, primal, dual,
         fixed-point residual and the number of polish steps taken.
+    single_until : the SVT runs in single precision while the fixed-point residual
+        ``||T(v) - v||_F`` is above ``single_until * ||Z0||_F`` (``Z0`` the start) and for at
+        most ``max_iter // 2`` iterations (0: double precision throughout); the gap is
+        evaluated and certified in double precision only.
 
     Returns
     -------
@@ -269,25 +364,40 @@ def solve_nuclear_svm_scale(
     S = as_support(S)
     t0 = time.perf_counter()
     # start: reduced centred support and its polar factor, as solve_nuclear_svm
-    red, Z0, (U0, s0, Vt0), k0 = reduced_start(S)
+    red, Z0 = reduced_centred_support(S)
     Sr, omega, delta = red.Sr, red.omega, red.delta
     V = float(S.shape[0])
+    polar0, s0 = _polar_gram(Z0)
     if rho is None:
-        rho = 0.1 / float(np.mean(s0[:k0]))  # 0.1: fewest iterations on the bench ladder
-    v = Z0 - (U0[:, :k0] @ Vt0[:k0]) / rho
-    del U0, Vt0
+        rho = 0.2 / float(np.mean(s0))  # 0.2: see "The penalty" in the module docstring
+    v = Z0 - polar0 / rho
+    del polar0
     # the estimated gap must clear tol by more than the rounding of the estimates
     tol_est = tol * (1.0 - 1e-3)
 
     alpha: NDArray[np.float64] | None = None
+    support = np.nonzero(Sr)
     # Anderson memory: differences of residuals g_i = T(v_i) - v_i and of T(v_i) (ring
     # buffers) and the Gram matrix of the former, refreshed one row per iteration
     dG = np.empty((max(memory, 1), Z0.size))
     dF = np.empty_like(dG)
     H = np.zeros((max(memory, 1), max(memory, 1)))
     n_hist = 0
-    prev: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
-    last_accepted: tuple[float, NDArray[np.float64]] | None = None  # (||T(v)-v||, T(v))
+    # the iteration's (r, u) arrays live in buffers allocated once (fresh arrays of this size
+    # cost page faults at every iteration): the state v (overwritten by y = 2z - v once z is
+    # known: T(v) = v + x - z = z + x - y), z, x, the residual g and T(v), and g and T(v) of
+    # the last accepted state (prev_g, prev_f; prev_res is None while there is none)
+    vy = v
+    z, x, g, f = (np.empty_like(v) for _ in range(4))
+    prev_g, prev_f = np.empty_like(v), np.empty_like(v)
+    prev_res: float | None = None
+    # early phase: the SVT in single precision (y32 -> x32) until the fixed-point residual
+    # is below SINGLE_UNTIL * ||Z0||_F (see the module docstring)
+    single = single_until > 0.0
+    y32 = np.empty(v.shape, dtype=np.float32) if single else None
+    x32 = np.empty_like(y32) if single else None
+    switch_res = single_until * float(np.linalg.norm(Z0))
+    rhs_prev: NDArray[np.float64] | None = None  # the last Anderson right-hand side, dG prev_g
     # best feasible primal and best dual-feasible point met so far (estimated values)
     best_primal: tuple[float, NDArray[np.float64]] = (np.inf, Z0)
     best_dual: tuple[float, NDArray[np.float64]] = (-np.inf, Z0)
@@ -295,19 +405,31 @@ def solve_nuclear_svm_scale(
     gap = np.inf
     it = 0
     for it in range(1, max_iter + 1):
-        z, alpha = _project_columns(v, Sr, omega, delta, alpha)
-        y = 2.0 * z - v
-        x, nuc_x = _svt_nuc(y, 1.0 / rho)
-        f = v + x - z  # T(v)
-        res = float(np.linalg.norm(x - z))
-        # safeguard: an accelerated state must not increase the residual
-        if last_accepted is not None and res > last_accepted[0] and memory > 0:
-            v = last_accepted[1]
-            n_hist, prev = 0, None
-            last_accepted = None
+        z, alpha = _project_columns(vy, Sr, omega, delta, alpha, out=z, support=support)
+        np.subtract(z, vy, out=vy)
+        vy += z  # y = 2z - v
+        y = vy
+        if single:
+            np.copyto(y32, y, casting="same_kind")
+            _, nuc_x = _svt_nuc(y32, 1.0 / rho, out=x32)
+            np.copyto(x, x32)
+        else:
+            x, nuc_x = _svt_nuc(y, 1.0 / rho, out=x)
+        np.subtract(x, z, out=g)  # fixed-point residual T(v) - v
+        np.subtract(z, y, out=f)
+        f += x  # T(v)
+        res = float(np.linalg.norm(g))
+        if single and (res < switch_res or it > max_iter // 2):  # (the latter: a failsafe)
+            single, y32, x32 = False, None, None
+        # safeguard: an accelerated state must not increase the residual; restart the
+        # memory from the last accepted state's T(v)
+        if prev_res is not None and res > prev_res and memory > 0:
+            np.copyto(vy, prev_f)
+            n_hist, prev_res, rhs_prev = 0, None, None
             continue
-        last_accepted = (res, f)
-        if it % check_every == 0:
+        # no gap evaluation in the single-precision phase: its residual is far above what a
+        # certificate needs
+        if it % check_every == 0 and not single:
             primal = _nuclear_estimate(z)
             if primal < best_primal[0]:
                 best_primal = (primal, z.copy())
@@ -324,6 +446,7 @@ def solve_nuclear_svm_scale(
                 dual, P, steps = _dual_polish(G_dr, Sr, omega, delta, target, polish_steps)
                 if dual > best_dual[0]:
                     best_dual = (dual, P)
+            del G_dr, P
             gap = (best_primal[0] - best_dual[0]) / best_primal[0]
             if log is not None:
                 log(
@@ -347,25 +470,31 @@ def solve_nuclear_svm_scale(
                 if gap <= tol:
                     certified = (Zb, objective, Gb, dual_exact)
                     break
-            if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
+        if it % check_every == 0 and max_seconds is not None:
+            if time.perf_counter() - t0 > max_seconds:
                 break
-        g = (f - v).ravel()
-        if prev is not None and memory > 0:
+        rhs = None
+        if prev_res is not None and memory > 0:
             slot = n_hist % memory
-            dG[slot] = g - prev[0]
-            dF[slot] = f.ravel() - prev[1]
+            np.subtract(g.reshape(-1), prev_g.reshape(-1), out=dG[slot])
+            np.subtract(f.reshape(-1), prev_f.reshape(-1), out=dF[slot])
             n_hist += 1
-            _anderson_update(H, dG, slot, min(n_hist, memory))
-        prev = (g, f.ravel())
+            rhs = _anderson_update(H, dG, slot, min(n_hist, memory), g.reshape(-1), rhs_prev)
+        rhs_prev = rhs
+        # this state is now the last accepted one
+        g, prev_g = prev_g, g
+        f, prev_f = prev_f, f
+        prev_res = res
         k = min(n_hist, memory)
         if k == 0:
-            v = f
+            np.copyto(vy, prev_f)
             continue
-        # type-II Anderson: gamma = argmin ||g - dG^T gamma||, v+ = f - dF^T gamma
+        # type-II Anderson: gamma = argmin ||g - dG^T gamma||, v+ = T(v) - dF^T gamma
         Hk = H[:k, :k].copy()
         Hk[np.diag_indices(k)] += 1e-12 * np.trace(Hk) + 1e-300
-        gamma = scipy.linalg.solve(Hk, dG[:k] @ g, assume_a="pos", check_finite=False)
-        v = f - (gamma @ dF[:k]).reshape(f.shape)
+        gamma = scipy.linalg.solve(Hk, rhs, assume_a="pos", check_finite=False)
+        np.matmul(gamma, dF[:k], out=vy.reshape(-1))
+        np.subtract(prev_f, vy, out=vy)
     if certified is None:
         gap_txt = "no gap evaluated" if not np.isfinite(gap) else f"relative duality gap {gap:.2e}"
         raise SolverError(

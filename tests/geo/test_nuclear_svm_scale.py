@@ -142,3 +142,111 @@ def test_dual_polish_certifies_lower_bound(small) -> None:
     assert np.abs(red.omega @ P).max() < 1e-12 and P[~red.Sr].max() <= 0.0
     assert abs(_dual_value(P, red.Sr, red.omega, red.delta) / max(1.0, op) - value) < 1e-9
     assert value <= g.nuclear_norm(ref.L) * (1 + 1e-9)
+
+
+def _weighted_instance(seed: int, r: int = 14, u: int = 11):
+    """A reduced problem's data: supports ``Sr`` (r x u), row and column weights."""
+    rng = np.random.default_rng(seed)
+    Sr = rng.random((r, u)) < 0.25
+    Sr[rng.integers(0, r, u), np.arange(u)] = True
+    omega = np.sqrt(rng.integers(1, 5, r).astype(float))
+    delta = np.sqrt(rng.integers(1, 4, u).astype(float))
+    return rng, Sr, omega, delta
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_column_projection_is_the_euclidean_projection(seed: int, monkeypatch) -> None:
+    """The blocked Newton projection onto C' = {x_w = omega_w a on the support, x_w <=
+    omega_w (a - delta) off it}: x lies in C' exactly and satisfies the projection's KKT
+    conditions (R = y - x is >= 0 off the support, 0 where the bound is slack, and
+    omega^T R = 0, the derivative in a), agrees with a generic QP (cvxpy/Clarabel, to its
+    accuracy), and is the same from any warm start and whatever the column blocks."""
+    import cvxpy as cp
+
+    import ntpcore.geo.svm as svm
+
+    rng, Sr, omega, delta = _weighted_instance(seed)
+    Y = 2.0 * rng.standard_normal(Sr.shape)
+    X, alpha = svm._project_columns(Y, Sr, omega, delta)
+    bound = omega[:, None] * (alpha - delta)[None, :]
+    assert np.all(X[Sr] == (omega[:, None] * alpha[None, :])[Sr]) and np.all(X[~Sr] <= bound[~Sr])
+    R = Y - X
+    assert R[~Sr].min() >= 0 and np.all(R[~Sr & (X < bound - 1e-12)] == 0)
+    assert np.abs(omega @ R).max() < 1e-12
+    for j in range(Sr.shape[1]):  # one small QP per column
+        x, a = cp.Variable(Sr.shape[0]), cp.Variable()
+        on, off = np.flatnonzero(Sr[:, j]), np.flatnonzero(~Sr[:, j])
+        cons = [x[on] == omega[on] * a, x[off] <= omega[off] * (a - delta[j])]
+        cp.Problem(cp.Minimize(cp.sum_squares(x - Y[:, j])), cons).solve(solver="CLARABEL")
+        np.testing.assert_allclose(X[:, j], x.value, atol=1e-4)
+        assert np.sum(R[:, j] ** 2) <= np.sum((Y[:, j] - x.value) ** 2) + 1e-9
+    monkeypatch.setattr(svm, "_BLOCK_ENTRIES", 1)
+    X1, alpha1 = svm._project_columns(Y, Sr, omega, delta, alpha0=rng.standard_normal(alpha.size))
+    np.testing.assert_allclose(X1, X, atol=1e-12)
+    np.testing.assert_allclose(alpha1, alpha, atol=1e-12)
+
+
+def test_breakpoint_roots_newton_equals_sorting() -> None:
+    """Newton's iteration on the piecewise-linear root and the exact root by sorting the
+    breakpoints agree; a step budget too small for Newton falls back to sorting."""
+    from ntpcore.geo.svm import _NEVER, _breakpoint_roots, _roots_by_sorting
+
+    rng, Sr, omega, delta = _weighted_instance(5, r=40, u=30)
+    T = np.where(Sr, _NEVER, rng.standard_normal(Sr.shape))
+    A, B = rng.standard_normal(30), (omega**2) @ Sr
+    w2 = omega**2
+    exact = _roots_by_sorting(T, A, B, w2)
+    phi = B * exact - A - (w2[:, None] * np.maximum(np.where(Sr, -np.inf, T) - exact, 0.0)).sum(0)
+    assert np.abs(phi).max() < 1e-12  # a root of B a - A - sum w2 (T - a)_+
+    np.testing.assert_allclose(_breakpoint_roots(T, A, B, w2, A / B), exact, atol=1e-12)
+    np.testing.assert_allclose(
+        _breakpoint_roots(T, A, B, w2, A / B, max_steps=1), exact, atol=1e-12
+    )
+
+
+@pytest.fixture(scope="module")
+def distinct():
+    from ntpcore.bench.solvers import geo_supports
+
+    S = geo_supports(24, 50, "distinct", seed=2)
+    return S, g.nuclear_svm_cvxpy(S, solver="SCS"), solve_nuclear_svm_scale(S, tol=1e-8)
+
+
+def test_all_distinct_supports_match_scs_with_exact_kkt(distinct) -> None:
+    """All supports distinct (the reduction keeps every column): same optimum as SCS, a
+    feasible primal, a dual-feasible certificate with the reported gap, and the KKT
+    conditions: <G, L> = ||L||_* (G a subgradient at L) and G < 0 off the support only where
+    the margin constraint is active."""
+    S, ref, sol = distinct
+    assert sol.reduced_shape[1] == S.shape[1] == len(np.unique(S, axis=1).T)
+    assert abs(sol.objective - ref.objective) <= 1e-6 * ref.objective
+    c = g.check_certificate(sol.G, S, sol.L)
+    assert c["violation"] < 1e-12 and c["off_pos"] == 0
+    assert c["op_norm"] <= 1 + 1e-12 and c["colsum"] < 1e-10
+    assert 0 <= c["gap"] <= 1e-8 and abs(c["gap"] - sol.gap) < 1e-10
+    assert abs(c["alignment"] - 1) < 1e-7
+    a = np.where(S, sol.L, -np.inf).max(axis=0)  # the support's common logit
+    slack = (a[None, :] - 1.0 - sol.L)[~S]
+    G_off = sol.G[~S]
+    # complementary slackness: sum of |G| * slack vanishes with the gap
+    assert float(-(G_off * slack).sum()) <= 1e-6 * sol.objective
+
+
+def test_single_precision_phase_certifies_the_same_optimum() -> None:
+    """The early single-precision SVT changes the path, not the answer: with and without
+    it the solver certifies the same optimum (each within its certified gap), and the
+    returned L and G are float64 and feasible."""
+    from ntpcore.bench.solvers import geo_supports
+
+    S = geo_supports(40, 120, "distinct", seed=1)
+    mixed = solve_nuclear_svm_scale(S, tol=1e-7)
+    double = solve_nuclear_svm_scale(S, tol=1e-7, single_until=0.0)
+    assert mixed.L.dtype == double.L.dtype == mixed.G.dtype == np.float64
+    for sol in (mixed, double):
+        c = g.check_certificate(sol.G, S, sol.L)
+        assert c["gap"] <= 1e-7 and c["violation"] < 1e-12 and c["op_norm"] <= 1 + 1e-12
+    # each objective is within its own gap of the optimum, which lies between the two duals
+    assert max(mixed.dual_objective, double.dual_objective) <= min(
+        mixed.objective, double.objective
+    ) * (1 + 1e-12)
+    assert abs(mixed.objective - double.objective) <= 2e-7 * double.objective

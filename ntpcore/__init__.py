@@ -25,8 +25,8 @@ imports only from its own layer or below (``tests/test_package.py`` checks it)::
                    family, with DataConfig and TrainProtocol), and plots
         lin/       fixed context embeddings: NTP-SVM (svm_problem, svm, dual, dual_cd,
                    svm_reference), W* (subspace), separability, regularization path
-        geo/       unconstrained features: nuclear-norm SVM (svm, svm_scale), L^in
-                   (logits), embeddings' geometry, datasets and corpora, models
+        geo/       unconstrained features: nuclear-norm SVM (svm_problem, svm,
+                   svm_scale), L^in (logits), embeddings' geometry, datasets and corpora, models
                    (UFM, transformer, LSTM) and their trainers (train/: protocol,
                    numpy_ufm, torch_nets, ridge)
         att/       one self-attention layer: token-priority graphs (priority), Graph-SVM

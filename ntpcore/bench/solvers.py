@@ -98,7 +98,7 @@ def geo_supports(V: int, m: int, law: str = "patterns", seed: int = 0) -> np.nda
     ``law="patterns"``: :math:`\max(2,\lfloor m/4\rfloor)` supports are drawn this way and
     each of the ``m`` contexts takes one of them uniformly at random, so many contexts share
     a support (about ``m/4`` distinct supports, as in real text): the exact reduction of
-    :func:`ntpcore.geo.svm.reduce_support` shrinks the problem to about a quarter of its
+    :func:`ntpcore.geo.svm_problem.reduce_support` shrinks the problem to about a quarter of its
     columns.  ``law="distinct"``: every context draws its own support, a support equal to an
     earlier one being drawn again, so all ``m`` supports are distinct and the reduction
     keeps every column (the hardest case for the solvers at a given size).
@@ -200,7 +200,7 @@ def _geo_unpack(res) -> tuple[np.ndarray, dict[str, Any]]:
 def _geo_describe(S) -> dict[str, Any]:
     """Distinct supports (columns of ``S``) and word classes (distinct rows): the size of the
     reduced problem the solvers work on."""
-    from ntpcore.geo.svm import reduce_support
+    from ntpcore.geo.svm_problem import reduce_support
 
     r, u = reduce_support(S).Sr.shape
     return {"distinct_supports": int(u), "word_classes": int(r)}
@@ -213,7 +213,7 @@ def _geo_generic(S, solver: str):
 
 
 def _geo_check(S, L) -> tuple[float, float]:
-    from ntpcore.geo.svm import svm_constraint_violation
+    from ntpcore.geo.svm_problem import svm_constraint_violation
 
     return float(np.linalg.norm(L, "nuc")), float(svm_constraint_violation(L, S))
 

@@ -39,13 +39,15 @@ from ntpcore.geo.logits import (
 )
 from ntpcore.geo.regpath import reg_path_cvxpy, regularization_path
 from ntpcore.geo.svm import (
-    NuclearSVMResult,
-    check_certificate,
     dual_certificate_cvxpy,
     nuclear_svm,
     nuclear_svm_cvxpy,
-    polar_certificate,
     solve_nuclear_svm,
+)
+from ntpcore.geo.svm_problem import (
+    NuclearSVMResult,
+    check_certificate,
+    polar_certificate,
     svm_constraint_violation,
 )
 

@@ -9,7 +9,7 @@ Same program as :mod:`ntpcore.geo.svm` ([geo, eq. (6)]; the max-margin logits
     (z\in\mathcal S_j,\ v\notin\mathcal S_j),
 
 and the same exact reduction (classes of identical columns and identical rows of ``S``,
-:func:`ntpcore.geo.svm.reduce_support`) to a weighted (r x u) problem in
+:func:`ntpcore.geo.svm_problem.reduce_support`) to a weighted (r x u) problem in
 :math:`N=D_r^{1/2}L_rD_c^{1/2}`.  What changes is the iteration, so that the reduced
 problems of real-text supports (a few hundred to a few thousand rows and columns) are
 certified in seconds to minutes.
@@ -78,14 +78,14 @@ The gap pairs the best feasible primal with the best dual point met so far (any 
 point bounds the optimum, whichever iterate it came from).  During the iteration the gap
 is estimated from eigenvalues of Gram matrices (cheap); the stopping gap is then
 recomputed with singular values (LAPACK ``gesdd``) for the centred primal and the
-exactly rescaled dual (:func:`ntpcore.geo.svm._dual_repair`), and the result carries only
+exactly rescaled dual (:func:`ntpcore.geo.svm_problem._dual_repair`), and the result carries only
 that certified value.  If the requested gap is not certified, :class:`SolverError` is
 raised: an uncertified iterate is never returned as a solution.
 
 Cost per iteration: one symmetric eigendecomposition of the :math:`r\times r` Gram matrix of
 the SVT argument and two :math:`r\times r\times u` products (the Gram matrix and
 :math:`QY`, :func:`_svt_nuc`), plus :math:`O(ru)` work: the column-wise projections run on
-column blocks that stay in cache (:func:`ntpcore.geo.svm._project_columns`), the
+column blocks that stay in cache (:func:`ntpcore.geo.svm_problem._project_columns`), the
 iteration's (r x u) arrays are allocated once, and the Anderson least-squares problem is
 ``memory x memory`` (its Gram matrix is refreshed one row per iteration, reading the stored
 residual differences once).  A polish step costs about one iteration.  With the dual
@@ -107,7 +107,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.core.validate import as_support
 from ntpcore.errors import SolverError
-from ntpcore.geo.svm import (
+from ntpcore.geo.svm_problem import (
     _BLOCK_ENTRIES,
     _NEVER,
     NuclearSVMResult,
@@ -124,7 +124,7 @@ __all__ = ["solve_nuclear_svm_scale"]
 def _svt_nuc(
     Y: NDArray[np.float64], tau: float, out: NDArray[np.float64] | None = None
 ) -> tuple[NDArray[np.float64], float]:
-    """:func:`ntpcore.geo.svm._svt` that also returns ``||SVT_tau(Y)||_*`` (no extra work).
+    """:func:`ntpcore.geo.svm_problem._svt` that also returns ``||SVT_tau(Y)||_*`` (no extra work).
 
     With ``k`` of the ``r`` (<= ``u``) singular values above ``tau``, the shrinkage is applied
     as ``Q Y`` with the ``r x r`` matrix ``Q = U_k diag(1 - tau/sigma) U_k^T`` when that is
@@ -198,8 +198,8 @@ def _project_dual_cone(
     \omega h/\sum_{\mathcal S\cup\mathcal A}\omega^2` is Newton's step; started at the
     support-only value (where :math:`\phi\le0`) it decreases monotonically to the root in
     finitely many steps.  In :math:`a=-\mu` this is the root-finding of
-    :func:`ntpcore.geo.svm._project_columns` with breakpoints :math:`-h_w/\omega_w`
-    (:func:`ntpcore.geo.svm._breakpoint_roots`), run on column blocks that stay in cache.
+    :func:`ntpcore.geo.svm_problem._project_columns` with breakpoints :math:`-h_w/\omega_w`
+    (:func:`ntpcore.geo.svm_problem._breakpoint_roots`), run on column blocks that stay in cache.
     """
     r, u = H.shape
     w = omega[:, None]

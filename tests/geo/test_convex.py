@@ -7,7 +7,7 @@ import pytest
 
 from ntpcore import geo as g
 from ntpcore.errors import DataError
-from ntpcore.geo.svm import reduce_support
+from ntpcore.geo.svm_problem import reduce_support
 from ntpcore.geo.synthetic import synthetic_dataset
 
 pytestmark = pytest.mark.theory

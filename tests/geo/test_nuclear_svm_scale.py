@@ -10,7 +10,7 @@ import pytest
 
 from ntpcore import geo as g
 from ntpcore.errors import SolverError
-from ntpcore.geo.svm import reduce_support
+from ntpcore.geo.svm_problem import reduce_support
 from ntpcore.geo.svm_scale import (
     _clip_op,
     _dual_polish,
@@ -163,7 +163,7 @@ def test_column_projection_is_the_euclidean_projection(seed: int, monkeypatch) -
     accuracy), and is the same from any warm start and whatever the column blocks."""
     import cvxpy as cp
 
-    import ntpcore.geo.svm as svm
+    import ntpcore.geo.svm_problem as svm
 
     rng, Sr, omega, delta = _weighted_instance(seed)
     Y = 2.0 * rng.standard_normal(Sr.shape)
@@ -189,7 +189,7 @@ def test_column_projection_is_the_euclidean_projection(seed: int, monkeypatch) -
 def test_breakpoint_roots_newton_equals_sorting() -> None:
     """Newton's iteration on the piecewise-linear root and the exact root by sorting the
     breakpoints agree; a step budget too small for Newton falls back to sorting."""
-    from ntpcore.geo.svm import _NEVER, _breakpoint_roots, _roots_by_sorting
+    from ntpcore.geo.svm_problem import _NEVER, _breakpoint_roots, _roots_by_sorting
 
     rng, Sr, omega, delta = _weighted_instance(5, r=40, u=30)
     T = np.where(Sr, _NEVER, rng.standard_normal(Sr.shape))

@@ -46,11 +46,10 @@ from ntpcore.geo.embeddings import (
 from ntpcore.geo.experiments.datasets import DATASETS, DataConfig, load_dataset
 from ntpcore.geo.logits import centered_support, finite_logits, nuclear_norm
 from ntpcore.geo.regpath import regularization_path
-from ntpcore.geo.svm import (
+from ntpcore.geo.svm import nuclear_svm_cvxpy, solve_nuclear_svm
+from ntpcore.geo.svm_problem import (
     check_certificate,
-    nuclear_svm_cvxpy,
     polar_certificate,
-    solve_nuclear_svm,
     svm_constraint_violation,
 )
 from ntpcore.geo.synthetic import synthetic_dataset

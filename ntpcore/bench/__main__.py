@@ -2,6 +2,6 @@
 
 import sys
 
-from ntpcore.bench.solvers import main
+from ntpcore.bench.cli import main
 
 sys.exit(main())

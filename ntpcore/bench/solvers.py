@@ -1,46 +1,20 @@
-"""``make bench``: the project's solvers and trainers against what a researcher would
-otherwise run, measured side by side in one run.
+"""``make bench``, section *solvers*: the specialised max-margin solvers against generic ones.
 
-::
-
-    python -m ntpcore.bench [--quick] [--max-seconds 600] [--only solvers trainers ...]
-
-Sections
---------
-solvers
-    Each specialised max-margin solver (NTP-SVM, nuclear-norm SVM, Graph-SVM) against the
-    straightforward cvxpy formulation with Clarabel and with SCS, on the papers' instance
-    sizes and on growing sizes.  Every solve (specialised or generic) runs in a child
-    process with a time limit (default 10 minutes), so a solver that runs out of time or
-    memory is recorded as such and the ladder stops for it.  Reported: median/min/max
-    time, objective, relative objective gap to the Clarabel solution, the worst
-    constraint violation, the peak resident memory of the child and, for the nuclear-norm
-    SVM, the certified relative duality gap of the specialised solve and the number of
-    distinct supports of the instance (its two support laws: :func:`geo_supports`).
-trainers
-    Steps per second of GD/NGD/Adam on the linear model against a plain numpy loop, and of
-    UFM/transformer/LSTM training (this project's formulation: distinct contexts with counts)
-    against the per-sample formulation; on CPU, and on a GPU when torch sees one.
-experiments
-    The published experiments (attention: cyclic TPGs and local convergence; the UFM training)
-    against their reference formulations -- the authors' loops re-derived with torch autograd
-    (:mod:`ntpcore.bench.reference`) -- each run cold in a child process of its own, reference
-    and project alternating, with the ratio of the median CPU times, the target and the
-    statistics of both side by side (:mod:`ntpcore.bench.paired`).
-pipeline
-    Wall time of every registry figure, read from the provenance sidecars of the latest
-    paper-profile (``book/figures``) and quick-profile (``_build/test/figures``) runs.
-
-Results go to ``results/bench/bench.json``; the book's *Performance* page reads them.
+Each specialised max-margin solver (NTP-SVM, nuclear-norm SVM, Graph-SVM) against the
+straightforward cvxpy formulation with Clarabel and with SCS, on the papers' instance
+sizes and on growing sizes.  Every solve (specialised or generic) runs in a child
+process with a time limit (default 10 minutes), so a solver that runs out of time or
+memory is recorded as such and the ladder stops for it.  Reported: median/min/max
+time, objective, relative objective gap to the Clarabel solution, the worst
+constraint violation, the peak resident memory of the child and, for the nuclear-norm
+SVM, the certified relative duality gap of the specialised solve and the number of
+distinct supports of the instance (its two support laws: :func:`geo_supports`).
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -53,17 +27,9 @@ from typing import Any
 import numpy as np
 
 from ntpcore.bench.timing import measure
-from ntpcore.core.io import write_text_atomic
 from ntpcore.errors import ParameterError
-from ntpcore.pipeline import paths
-from ntpcore.pipeline.provenance import git_state, versions
 
-BENCH_DIR = paths.RESULTS_DIR / "bench"
-BENCH_JSON = BENCH_DIR / "bench.json"
 GENERIC = ("CLARABEL", "SCS")
-
-
-# ----------------------------------------------------------------------------- instances
 
 
 @dataclass(frozen=True)
@@ -355,9 +321,6 @@ PROBLEMS: dict[str, Problem] = {
 }
 
 
-# ----------------------------------------------------------------------------- solvers
-
-
 def _child(problem: str, index: int, solver: str, repeats: int) -> dict[str, Any]:
     """Run in a child process: time one solver ("specialised" or a cvxpy backend)."""
     prob = PROBLEMS[problem]
@@ -393,7 +356,6 @@ def _run_child(problem: str, index: int, solver: str, timeout: float, repeats: i
         sys.executable,
         "-m",
         "ntpcore.bench.solvers",
-        "--child",
         problem,
         str(index),
         solver,
@@ -467,145 +429,6 @@ def bench_solvers(problems: list[str], max_seconds: float, quick: bool) -> list[
     return rows
 
 
-# ----------------------------------------------------------------------------- trainers
-
-
-def _plain_numpy_gd(H, P, pi, W0, eta, n_steps):
-    """What one writes without the package: a plain numpy GD loop on the CE loss."""
-    W = W0.copy()
-    for _ in range(n_steps):
-        L = W @ H
-        L = L - L.max(axis=0)
-        Q = np.exp(L)
-        Q /= Q.sum(axis=0)
-        W -= eta * ((Q - P) * pi) @ H.T
-    return W
-
-
-def bench_trainers(quick: bool) -> list[dict]:
-    import torch
-
-    from ntpcore.core.optim import init_weights, train
-    from ntpcore.lin.data import make_synthetic
-    from ntpcore.lin.loss import make_loss_grad
-
-    rows = []
-    data = make_synthetic()  # the synthetic set of lin App. A.2
-    H, P, pi = data.H, data.P, data.pi
-    W0 = init_weights((P.shape[0], H.shape[0]), "lecun", 0)
-    n = 500 if quick else 2000
-    t_plain, _ = measure(lambda: _plain_numpy_gd(H, P, pi, W0, 0.5, n), repeats=3)
-    rows.append(
-        {
-            "group": "linear model (V=10, d=60, m=50)",
-            "name": "plain numpy GD loop",
-            "steps_per_s": n / t_plain.median,
-            "baseline": True,
-        }
-    )
-    lg = make_loss_grad(H, P, pi)
-    for opt, eta in (("gd", 0.5), ("ngd", 0.01), ("adam", 0.01)):
-        t, _ = measure(
-            lambda opt=opt, eta=eta: train(
-                lg, W0, optimizer=opt, eta=eta, n_steps=n, record_steps=[0, n]
-            ),
-            repeats=3,
-        )
-        rows.append(
-            {
-                "group": "linear model (V=10, d=60, m=50)",
-                "name": f"ntpcore {opt}",
-                "steps_per_s": n / t.median,
-                "ratio_to_baseline": t_plain.median / t.median,
-            }
-        )
-
-    from ntpcore.bench.geo import epoch_seconds, naive_epoch_seconds
-    from ntpcore.geo.synthetic import synthetic_dataset
-    from ntpcore.geo.text import text_dataset
-    from ntpcore.geo.train import TrainerConfig
-
-    datasets = {"synthetic": synthetic_dataset()}
-    if not quick:
-        datasets["text"] = text_dataset()
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    for ds_name, ds in datasets.items():
-        for model in ("ufm", "transformer", "lstm"):
-            cfg = TrainerConfig(model=model)
-            n_ep = 20 if model != "ufm" else 200
-            naive = naive_epoch_seconds(ds, cfg, n_epochs=max(3, n_ep // 10))
-            ours = epoch_seconds(ds, cfg, n_epochs=n_ep)
-            group = f"{ds_name} set (m={ds.m}, V={ds.V}, n={ds.n})"
-            rows.append(
-                {
-                    "group": group,
-                    "name": f"{model}: per-sample loop (autograd)",
-                    "device": "cpu",
-                    "steps_per_s": 1 / naive,
-                    "baseline": True,
-                }
-            )
-            rows.append(
-                {
-                    "group": group,
-                    "name": f"{model}: ntpcore (distinct contexts)",
-                    "device": "cpu",
-                    "steps_per_s": 1 / ours,
-                    "ratio_to_baseline": naive / ours,
-                }
-            )
-            del devices[1:]  # GPU timings: recorded by the notebooks' sidecars when present
-    return rows
-
-
-# ----------------------------------------------------------------------------- experiments
-
-
-def bench_experiments(quick: bool) -> dict[str, Any]:
-    """The published experiments against their reference formulations, cold, in pairs
-    (:mod:`ntpcore.bench.paired`)."""
-    from ntpcore.bench.paired import bench_paired
-
-    return bench_paired(quick=quick, repeats=3)
-
-
-# ----------------------------------------------------------------------------- pipeline
-
-
-def bench_pipeline() -> list[dict]:
-    rows = []
-    for profile, folder in (
-        ("paper", paths.FIGURE_DIR),
-        ("quick", paths.ROOT / "_build" / "test" / "figures"),
-    ):
-        for side in sorted(folder.glob("*.json")):
-            data = json.loads(side.read_text())
-            if "notebook_wall_time_s" not in data:
-                continue
-            rows.append(
-                {
-                    "fig_id": data["fig_id"],
-                    "profile": data["profile"],
-                    "source": profile,
-                    "wall_time_s": data["notebook_wall_time_s"],
-                    "compute_s": data.get("compute_wall_time_s"),
-                    "commit": (data.get("git") or {}).get("commit"),
-                }
-            )
-    return rows
-
-
-def bench_runs() -> list[dict]:
-    """The runner's records of whole runs (:mod:`ntpcore.pipeline.runner`): the book's
-    (``book/figures/runs``) and the quick-profile test run's (``_build/test/figures/runs``),
-    oldest first."""
-    records = []
-    for folder in (paths.FIGURE_DIR / "runs", paths.ROOT / "_build" / "test" / "figures" / "runs"):
-        for path in sorted(folder.glob("*.json")):
-            records.append({**json.loads(path.read_text()), "record": str(path.name)})
-    return sorted(records, key=lambda r: r["started"])
-
-
 def plot_solvers(rows: list[dict], path: Path) -> None:
     """Time against number of variables, one panel per problem, log-log."""
     import matplotlib
@@ -636,93 +459,13 @@ def plot_solvers(rows: list[dict], path: Path) -> None:
     fig.savefig(path, metadata={"Software": None})
 
 
-# ----------------------------------------------------------------------------- main
-
-
-def _gpu_name() -> str | None:
-    """The GPU torch sees, or None: the Performance page says whether the run had one."""
-    import torch
-
-    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--child"]:
-        problem, index, solver, repeats = argv[1], int(argv[2]), argv[3], int(argv[4])
-        print(json.dumps(_child(problem, index, solver, repeats)))
-        return 0
-    parser = argparse.ArgumentParser(
-        prog="python -m ntpcore.bench",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="the two smallest sizes per solver and short training runs",
-    )
-    parser.add_argument(
-        "--max-seconds",
-        type=float,
-        default=600.0,
-        help="time limit of one solve, any solver (default 600)",
-    )
-    parser.add_argument(
-        "--only",
-        nargs="+",
-        default=["solvers", "trainers", "experiments", "pipeline"],
-        choices=["solvers", "trainers", "experiments", "pipeline"],
-    )
-    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
-    args = parser.parse_args(argv)
-    previous = json.loads(BENCH_JSON.read_text()) if BENCH_JSON.exists() else {}
-    result: dict[str, Any] = {
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "processor": platform.processor(),
-            "gpu": _gpu_name(),
-        },
-        "versions": versions(),
-        "git": git_state(),
-        "quick": args.quick,
-        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    sections = ("solvers", "trainers", "experiments", "pipeline", "runs", "solver_time_limit_s")
-    for section in sections:
-        if section in previous:
-            result[section] = previous[section]  # keep sections not re-run
-    t0 = time.perf_counter()
-
-    def save() -> None:  # after every section, so an interrupted run keeps what it measured
-        result["bench_wall_time_s"] = time.perf_counter() - t0
-        write_text_atomic(BENCH_JSON, json.dumps(result, indent=1, default=float))
-
-    if "solvers" in args.only:
-        rows = bench_solvers(args.problems, args.max_seconds, args.quick)
-        result["solver_time_limit_s"] = args.max_seconds
-        # keep earlier rows of problems not re-run this time
-        kept = [r for r in previous.get("solvers", []) if r["problem"] not in args.problems]
-        result["solvers"] = kept + rows
-        plot_solvers(result["solvers"], BENCH_DIR / "solvers.png")
-        save()
-    if "trainers" in args.only:
-        result["trainers"] = bench_trainers(args.quick)
-        save()
-    if "experiments" in args.only:
-        result["experiments"] = bench_experiments(args.quick)
-        save()
-    if "pipeline" in args.only:
-        result["pipeline"] = bench_pipeline()
-        result["runs"] = bench_runs()
-    save()
-    print(
-        f"wrote {BENCH_JSON.relative_to(paths.ROOT)}; rebuild the book (make html) to "
-        f"update the Performance page"
-    )
+def _child_main(argv: list[str]) -> int:
+    """``python -m ntpcore.bench.solvers PROBLEM INDEX SOLVER REPEATS``: one timed solve,
+    its row printed as JSON on the last line (:func:`_run_child` reads it)."""
+    problem, index, solver, repeats = argv[0], int(argv[1]), argv[2], int(argv[3])
+    print(json.dumps(_child(problem, index, solver, repeats)))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_child_main(sys.argv[1:]))

@@ -80,17 +80,17 @@ def test_a_nuclear_solve_records_its_certified_gap_and_the_distinct_supports():
 
 
 def test_the_bench_collects_the_runners_records_oldest_first(tmp_path, monkeypatch):
-    from ntpcore.bench import solvers
+    from ntpcore.bench import pipeline
 
-    monkeypatch.setattr(solvers.paths, "FIGURE_DIR", tmp_path / "figures")
-    monkeypatch.setattr(solvers.paths, "ROOT", tmp_path)
+    monkeypatch.setattr(pipeline.paths, "FIGURE_DIR", tmp_path / "figures")
+    monkeypatch.setattr(pipeline.paths, "ROOT", tmp_path)
     for folder, started in (
         ("figures/runs", "2026-11-24"),
         ("_build/test/figures/runs", "2026-11-23"),
     ):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / f"{started}.json").write_text(json.dumps({"started": started}))
-    runs = solvers.bench_runs()
+    runs = pipeline.bench_runs()
     assert [r["started"] for r in runs] == ["2026-11-23", "2026-11-24"]
     assert [r["record"] for r in runs] == ["2026-11-23.json", "2026-11-24.json"]
 

@@ -9,7 +9,7 @@
 #   make reproducibility [REPRO="native ..."]  quick profile under several floating-point paths
 #   make mutations                             deliberate scientific errors: are they all caught?
 #   make mutmut                                code-level mutation score of the maths modules
-#                                              (mutmut; a developer's tool, not CI: ~5 min)
+#                                              (mutmut; a developer's tool, not CI: ~6 min)
 #   make install | notebooks | html | check-book | browser-test | bench | lint | dev | clean
 #   make book TORCH_INDEX=<url>                torch from that index (default: the CPU build)
 #

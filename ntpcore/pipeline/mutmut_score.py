@@ -11,7 +11,10 @@ with no observable effect (an *equivalent* mutant).
 Each module of :data:`MODULES` is run on its own, with only its own unit tests, one worker
 (``--max-children 1``) and ``OMP_NUM_THREADS=1``, in a folder ``_build/mutmut/<key>/`` that
 links the package and the tests and holds the mutmut configuration (``setup.cfg``), so the
-repository's ``pyproject.toml`` carries none.  mutmut's per-mutant limit is CPU time,
+repository's ``pyproject.toml`` carries none.  Each mutant's tests run in a process forked
+from the one that ran the clean tests, so a cache filled there (``lru_cache``) would hide a
+mutant of the cached function: the tests of such a module clear it (``att.priority``'s SCC
+structures).  mutmut's per-mutant limit is CPU time,
 ``(t + TIMEOUT_CONSTANT) * TIMEOUT_MULTIPLIER * 2`` seconds for tests that took ``t`` seconds
 on the clean code.
 
@@ -123,9 +126,6 @@ def _setup_cfg(source: str, tests: tuple[str, ...]) -> str:
         f"timeout_multiplier = {TIMEOUT_MULTIPLIER}",
         f"timeout_constant = {TIMEOUT_CONSTANT}",
         "use_git_change_detection = false",
-        # workers fork from a server that collected the tests but ran none: no cache filled
-        # by the clean run (lru_cache) hides a mutant, and torch is never forked mid-run
-        "process_isolation = forkserver",
         "",
     ]
     return "\n".join(lines)

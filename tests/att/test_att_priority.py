@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from ntpcore.att import token_priority_graphs
+from ntpcore.att import priority, token_priority_graphs
 from ntpcore.att.data import random_labels, random_sequences, toy_dataset
 from ntpcore.att.priority import (
     cyclic_samples,
@@ -18,6 +18,14 @@ from ntpcore.att.priority import (
     select_tokens,
 )
 from ntpcore.errors import DataError
+
+
+@pytest.fixture(autouse=True)
+def _fresh_scc_structures():
+    """Each test computes the SCC structures it checks: the cache is shared by the process,
+    and a structure cached before (by another test, or by the clean run that make mutmut
+    forks its mutants from) would hide a change in how it is computed."""
+    priority._scc_structure.cache_clear()
 
 
 def _random(seed: int, n: int = 12, T: int = 4, K: int = 7):
@@ -276,3 +284,26 @@ def test_local_tpg_bad_inputs():
         local_token_priority_graphs(tok, sel, ok_amb[:, :4], 5)
     with pytest.raises(DataError, match=r"must have shape \(n, K\) = \(2, 5\)"):
         local_token_priority_graphs(tok, sel[:, :4], ok_amb, 5)
+
+
+def test_structure_of_a_single_edge_and_of_no_edge():
+    """G^(k) with the single edge 0 -> 1 on K = 3 nodes: three singleton SCCs, 0 above 1 and
+    2 incomparable to both; levels 1, 0, 0; reach adds (0, 1) only; 0 and 1 touched.  The
+    arrays have the documented types (int ids and levels, bool reach and touched), with
+    edges and without."""
+    G = nx.empty_graph(3, create_using=nx.DiGraph)
+    G.add_edge(0, 1)
+    s = scc_structure(G, 0)
+    np.testing.assert_array_equal(s.level, [1, 0, 0])
+    np.testing.assert_array_equal(
+        s.reach, np.eye(3, dtype=bool) | (np.arange(9) == 1).reshape(3, 3)
+    )
+    np.testing.assert_array_equal(s.touched, [True, True, False])
+    assert s.is_acyclic and s.higher(0, 1) and not s.comparable(1, 2)
+    empty = scc_structure(nx.empty_graph(3, create_using=nx.DiGraph), 1)
+    np.testing.assert_array_equal(empty.scc, [0, 1, 2])
+    np.testing.assert_array_equal(empty.level, [0, 0, 0])
+    assert not empty.touched.any()
+    for st in (s, empty):
+        assert st.scc.dtype == np.int64 and st.level.dtype == np.int64
+        assert st.reach.dtype == np.bool_ and st.touched.dtype == np.bool_

@@ -8,6 +8,8 @@
 #                                              beyond tolerance needs REASON)
 #   make reproducibility [REPRO="native ..."]  quick profile under several floating-point paths
 #   make mutations                             deliberate scientific errors: are they all caught?
+#   make mutmut                                code-level mutation score of the maths modules
+#                                              (mutmut; a developer's tool, not CI: ~6 min)
 #   make install | notebooks | html | check-book | browser-test | bench | lint | dev | clean
 #   make book TORCH_INDEX=<url>                torch from that index (default: the CPU build)
 #
@@ -34,11 +36,11 @@ TEST_OUT := _build/test
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := 1
 
-.PHONY: help install book notebooks html test unit nbval golden reproducibility mutations \
+.PHONY: help install book notebooks html test unit nbval golden reproducibility mutations mutmut \
         check-book browser-test bench lint dev clean distclean
 
 help:
-	@sed -n '2,15p' Makefile
+	@sed -n '2,17p' Makefile
 
 install: $(STAMP)
 
@@ -113,6 +115,21 @@ reproducibility: $(STAMP)
 # image; ends with "mutation score: K/N killed" (results/mutations/report.json, Claims page).
 mutations: $(STAMP)
 	$(PY) -m ntpcore.pipeline.mutations
+
+# Code-level mutation score (mutmut) of the maths modules (ntpcore/core/logits.py,
+# ntpcore/lin/subspace.py, ntpcore/att/priority.py), each with only its own unit tests, one
+# module and one worker at a time; prints each score and every unexplained survivor, ends with
+# "code-level mutation score: K/N killed" (results/mutmut/report.json, Claims page).  A
+# developer's tool, not part of CI.  mutmut goes into _build/mutmut/tool (pins:
+# requirements/mutmut.txt), never into the project's environment.
+MUTMUT_TOOL := _build/mutmut/tool
+$(MUTMUT_TOOL)/.installed: requirements/mutmut.txt $(STAMP)
+	rm -rf $(MUTMUT_TOOL)
+	$(PY) -m pip install --quiet --no-deps --target $(MUTMUT_TOOL) -r requirements/mutmut.txt
+	touch $@
+
+mutmut: $(STAMP) $(MUTMUT_TOOL)/.installed
+	PYTHONPATH=$(CURDIR)/$(MUTMUT_TOOL) $(PY) -m ntpcore.pipeline.mutmut_score
 
 # Strict nbval: every text output of the book's executed notebooks must reproduce.
 check-book: $(STAMP)

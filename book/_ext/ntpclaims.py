@@ -24,6 +24,12 @@ Directive ``{ntp-claims}``
 Directive ``{ntp-mutations}``
     The mutation score from ``results/mutations/report.json`` (``make mutations``): the
     score, the date and commit of the run, and a table of every mutation with what caught it.
+
+Directive ``{ntp-mutmut}``
+    The code-level mutation score from ``results/mutmut/report.json`` (``make mutmut``):
+    the tool, the date and commit of the run, and per module its tests, the mutants killed,
+    the survivors explained (equivalent, or an error message reworded) and unexplained; a
+    note saying it was not run when the file is missing.
 """
 
 from __future__ import annotations
@@ -363,8 +369,67 @@ class NTPMutations(SphinxDirective):
         return container.children
 
 
+MUTMUT_JSON = paths.RESULTS_DIR / "mutmut" / "report.json"
+
+
+def mutmut_text(data: dict) -> str:
+    """The code-level score line and per-module table of a ``make mutmut`` run (pure)."""
+    when = data.get("when", "?")[:10]
+    commit = (data.get("commit") or "unknown")[:10]
+    dirty = " with uncommitted changes" if data.get("dirty") else ""
+    lines = [
+        f"**Code-level mutation score: {data['killed']}/{data['total']} mutants killed** "
+        f"({data.get('tool', 'mutmut')}, run on {when} at commit `{commit}`{dirty}).",
+        "",
+        ":::{list-table}",
+        ":header-rows: 1",
+        ":class: ntp-mutations",
+        "",
+        "* - module",
+        "  - unit tests",
+        "  - killed",
+        "  - not killed: explained / unexplained",
+    ]
+    for mod in data["modules"]:
+        surv = mod["survivors"]
+        explained = [s for s in surv if s.get("explained")]
+        wording = sum(1 for s in explained if s.get("kind") == "message wording")
+        share = f" ({100.0 * mod['detected'] / mod['mutants']:.0f}%)" if mod["mutants"] else ""
+        lines += [
+            f"* - `{mod['file']}`",
+            f"  - {', '.join(f'`{t}`' for t in mod['tests'])}",
+            f"  - {mod['detected']}/{mod['mutants']}{share}",
+            f"  - {len(explained)} ({len(explained) - wording} equivalent, {wording} reword an "
+            f"error message) / {len(surv) - len(explained)}",
+        ]
+    lines.append(":::")
+    return "\n".join(lines)
+
+
+class NTPMutmut(SphinxDirective):
+    """``{ntp-mutmut}``: the code-level mutation score (or a note saying it was not run)."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        if MUTMUT_JSON.exists():
+            self.env.note_dependency(str(MUTMUT_JSON))
+            text = mutmut_text(json.loads(MUTMUT_JSON.read_text()))
+        else:
+            text = (
+                ":::{note}\nCode-level mutation score: not run in this build. `make mutmut` "
+                "runs it and `make html` shows its score here.\n:::"
+            )
+        container = nodes.container()
+        self.state.nested_parse(
+            StringList(text.splitlines(), source=self.env.docname), self.content_offset, container
+        )
+        return container.children
+
+
 def setup(app):
     app.add_role("ntpval", NTPVal())
     app.add_directive("ntp-claims", NTPClaims)
     app.add_directive("ntp-mutations", NTPMutations)
+    app.add_directive("ntp-mutmut", NTPMutmut)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

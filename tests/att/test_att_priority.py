@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from ntpcore.att import token_priority_graphs
+from ntpcore.att import priority, token_priority_graphs
 from ntpcore.att.data import random_labels, random_sequences, toy_dataset
 from ntpcore.att.priority import (
     cyclic_samples,
@@ -18,6 +18,14 @@ from ntpcore.att.priority import (
     select_tokens,
 )
 from ntpcore.errors import DataError
+
+
+@pytest.fixture(autouse=True)
+def _fresh_scc_structures():
+    """Each test computes the SCC structures it checks: the cache is shared by the process,
+    and a structure cached before (by another test, or by the clean run that make mutmut
+    forks its mutants from) would hide a change in how it is computed."""
+    priority._scc_structure.cache_clear()
 
 
 def _random(seed: int, n: int = 12, T: int = 4, K: int = 7):
@@ -148,3 +156,154 @@ def test_an_empty_dataset_is_a_clear_error():
         att.build_automaton(E, tok, lab)
     with pytest.raises(DataError, match="the dataset is empty"):
         att.token_priority_graphs(tok, lab, 4)
+
+
+# ------------------------------------------------ written against the survivors of make mutmut
+def test_smallest_vocabularies_and_sequences_are_valid():
+    """K = 1 (one token) and T = 1 (the query is the whole context, so y_i = k_i): valid data
+    whose TPGs have no edge (an edge needs a context token other than the label)."""
+    graphs = token_priority_graphs([[0], [0]], [0, 0], 1)
+    assert len(graphs) == 1 and graphs[0].number_of_edges() == 0
+    graphs = token_priority_graphs([[2], [1]], [2, 1], 3)
+    assert all(G.number_of_edges() == 0 for G in graphs)
+    assert is_acyclic(scc_structures(graphs))
+
+
+@pytest.mark.parametrize(
+    ("tokens", "labels", "K", "match"),
+    [
+        ([[0]], [0], 0, "K .* must be a positive integer, got 0"),
+        ([[0]], [0], 2.5, "K .* must be a positive integer, got 2.5"),
+        ([[0, 1, 4]], [0], 4, r"^tokens contains ids outside \[0, K\) = \[0, 4\): e\.g\. 4"),
+        ([[0, 1, 2]], [4], 4, r"^labels contains ids outside \[0, K\) = \[0, 4\): e\.g\. 4"),
+        ([[0, 5, 1]], [0], 4, r"e\.g\. 5"),
+        ([[0, 1.5]], [0], 4, r"^tokens must be integer token ids"),
+        ([[0, 1]], [np.nan], 4, r"^labels must be integer token ids"),
+        ([[0, 1, 2]], [0, 1], 4, r"labels must have shape \(n,\) = \(1,\)"),
+        ([[0, 1], [2, 3]], [0, 0], 4, "label 0 of sample 1 does not occur in its sequence"),
+    ],
+)
+def test_bad_inputs_give_the_reason_and_the_offending_value(tokens, labels, K, match):
+    with pytest.raises(DataError, match=match):
+        token_priority_graphs(tokens, labels, K)
+
+
+def test_integral_float_ids_are_the_same_data():
+    """Ids given as integral floats (as check_tokens accepts them) give the same TPGs, SCCs,
+    reduced sequences, cyclic samples and local TPGs as the int64 ids."""
+    from ntpcore.att.priority import check_tokens
+
+    d = toy_dataset("cyclic")
+    tokf, labf = d.tokens.astype(float), d.labels.astype(float)
+    tok, lab = check_tokens(tokf, labf, 3)
+    assert tok.dtype == np.int64 and lab.dtype == np.int64
+    gi = token_priority_graphs(d.tokens, d.labels, 3)
+    gf = token_priority_graphs(tokf, labf, 3)
+    assert [set(G.edges) for G in gf] == [set(G.edges) for G in gi]
+    st = scc_structures(gi)
+    np.testing.assert_array_equal(
+        reduced_position_mask(tokf, labf, st), reduced_position_mask(d.tokens, d.labels, st)
+    )
+    np.testing.assert_array_equal(
+        cyclic_samples(tokf, labf, st), cyclic_samples(d.tokens, d.labels, st)
+    )
+    attn = np.full(d.tokens.shape, 1.0 / d.tokens.shape[1])
+    sel, amb = select_tokens(d.tokens, attn, 3)
+    self_f, ambf = select_tokens(tokf, attn, 3)
+    np.testing.assert_array_equal(self_f, sel)
+    np.testing.assert_array_equal(ambf, amb)
+    assert [set(G.edges) for G in local_token_priority_graphs(tokf, sel, amb, 3)] == [
+        set(G.edges) for G in local_token_priority_graphs(d.tokens, sel, amb, 3)
+    ]
+
+
+def test_cyclic_samples_is_per_sample():
+    """A cyclic and an acyclic sample side by side: the answer is one bool per sample."""
+    tok = np.array([[0, 1, 2], [1, 0, 2], [0, 3, 3]])
+    lab = np.array([0, 1, 0])
+    st = scc_structures(token_priority_graphs(tok, lab, 4))
+    np.testing.assert_array_equal(cyclic_samples(tok, lab, st), [True, True, False])
+    np.testing.assert_array_equal(
+        reduced_position_mask(tok, lab, st), [[1, 1, 0], [1, 1, 0], [1, 0, 0]]
+    )
+    assert [s.k for s in st] == [0, 1, 2, 3]
+    with pytest.raises(ValueError):  # one label per sequence
+        cyclic_samples(tok, lab[:2], st)
+    with pytest.raises(ValueError):
+        reduced_position_mask(tok, lab[:2], st)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_priority_relations_match_reachability(seed):
+    """``higher`` is reachability one way only (a strict partial order), ``comparable`` either
+    way, ``same`` both ways, each checked pair by pair against networkx."""
+    tok, lab, K = _random(seed, n=10)
+    for G in token_priority_graphs(tok, lab, K):
+        s = scc_structure(G)
+        for i in range(K):
+            desc = nx.descendants(G, i) | {i}
+            for j in range(K):
+                back = i in (nx.descendants(G, j) | {j})
+                assert s.higher(i, j) == (j in desc and not back)
+                assert s.comparable(i, j) == (j in desc or back)
+                assert s.same(i, j) == (j in desc and back)
+
+
+def test_scc_structures_are_shared_read_only_and_need_nodes_0_to_K_minus_1():
+    G = token_priority_graphs([[0, 1, 2]], [1], 3)[2]
+    s = scc_structure(G, 2)
+    for a in (s.scc, s.level, s.reach, s.touched):
+        assert not a.flags.writeable
+    with pytest.raises(ValueError):
+        s.scc[0] = 5
+    bad = nx.DiGraph([(1, 2)])
+    with pytest.raises(DataError, match="must have the nodes 0..K-1"):
+        scc_structure(bad)
+
+
+def test_selection_thresholds_are_strict_as_defined():
+    """C_i = {mass > c_thres}, E_i = {e_thres < mass <= c_thres}: a mass equal to a threshold
+    is not above it."""
+    tok = np.array([[0, 1, 2, 3]])
+    attn = np.array([[0.981, 0.01, 0.009, 0.0]])
+    sel, amb = select_tokens(tok, attn, 4, c_thres=0.01, e_thres=0.009)
+    np.testing.assert_array_equal(sel, [[1, 0, 0, 0]])
+    np.testing.assert_array_equal(amb, [[0, 1, 0, 0]])
+    with pytest.raises(DataError, match=r"attention must have the shape of tokens \(1, 4\)"):
+        select_tokens(tok, attn[:, :3], 4)
+
+
+def test_local_tpg_bad_inputs():
+    tok = np.array([[0, 1, 2, 3], [1, 2, 0, 3]])
+    sel = np.zeros((2, 5), dtype=bool)
+    sel[0, 4] = True
+    ok_amb = np.zeros((2, 5), dtype=bool)
+    with pytest.raises(DataError, match=r"selected token 4 of sample 0 is not in its sequence"):
+        local_token_priority_graphs(tok, sel, ok_amb, 5)
+    with pytest.raises(DataError, match=r"must have shape \(n, K\) = \(2, 5\)"):
+        local_token_priority_graphs(tok, sel, ok_amb[:, :4], 5)
+    with pytest.raises(DataError, match=r"must have shape \(n, K\) = \(2, 5\)"):
+        local_token_priority_graphs(tok, sel[:, :4], ok_amb, 5)
+
+
+def test_structure_of_a_single_edge_and_of_no_edge():
+    """G^(k) with the single edge 0 -> 1 on K = 3 nodes: three singleton SCCs, 0 above 1 and
+    2 incomparable to both; levels 1, 0, 0; reach adds (0, 1) only; 0 and 1 touched.  The
+    arrays have the documented types (int ids and levels, bool reach and touched), with
+    edges and without."""
+    G = nx.empty_graph(3, create_using=nx.DiGraph)
+    G.add_edge(0, 1)
+    s = scc_structure(G, 0)
+    np.testing.assert_array_equal(s.level, [1, 0, 0])
+    np.testing.assert_array_equal(
+        s.reach, np.eye(3, dtype=bool) | (np.arange(9) == 1).reshape(3, 3)
+    )
+    np.testing.assert_array_equal(s.touched, [True, True, False])
+    assert s.is_acyclic and s.higher(0, 1) and not s.comparable(1, 2)
+    empty = scc_structure(nx.empty_graph(3, create_using=nx.DiGraph), 1)
+    np.testing.assert_array_equal(empty.scc, [0, 1, 2])
+    np.testing.assert_array_equal(empty.level, [0, 0, 0])
+    assert not empty.touched.any()
+    for st in (s, empty):
+        assert st.scc.dtype == np.int64 and st.level.dtype == np.int64
+        assert st.reach.dtype == np.bool_ and st.touched.dtype == np.bool_

@@ -10,7 +10,8 @@ import torch
 
 from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.models.lstm import LSTMConfig, LSTMModel
-from ntpcore.geo.models.transformer import PrefixTrie, Transformer, TransformerConfig
+from ntpcore.geo.models.transformer import Transformer, TransformerConfig
+from ntpcore.geo.models.trie import PrefixTrie
 from ntpcore.geo.models.ufm import UFM, init_ufm
 from ntpcore.geo.synthetic import synthetic_dataset
 
@@ -128,6 +129,15 @@ def test_prefix_trie_structure() -> None:
     for j in range(3):
         anc = trie.ancestors[trie.leaf[j]]
         assert trie.token[anc].tolist() == tokens[j].tolist()
+    # nodes of depth t are the range levels[t - 1]; parent = the prefix one shorter
+    assert trie.levels == ((0, 2), (2, 4), (4, 7))
+    for t, (start, stop) in enumerate(trie.levels, start=1):
+        assert (trie.depth[start:stop] == t).all()
+    assert trie.parent.tolist() == [-1, -1, 0, 1, 2, 2, 3]
+    for u in range(trie.n_nodes):
+        d = int(trie.depth[u])
+        if d > 1:
+            assert int(trie.parent[u]) == int(trie.ancestors[u, d - 2])
 
 
 def test_transformer_features_depend_on_prefix_only() -> None:
@@ -171,3 +181,57 @@ def test_models_seeded_init_is_deterministic(kind: str) -> None:
         for p, r in zip(a.parameters(), c.parameters(), strict=True)
         if p.numel() > 16
     )
+
+
+def _nn_lstm_features(model: LSTMModel, tokens: torch.Tensor) -> torch.Tensor:
+    """The reference: ``nn.LSTM`` over every (context, position), last hidden state."""
+    out, _ = model.lstm(model.embedding(tokens))
+    return model.norm(out[:, -1])
+
+
+def _shared_prefix_tokens(seed: int, B: int = 40, T: int = 6) -> torch.Tensor:
+    """Random contexts with many shared prefixes (2t + 1 tokens possible at position t), some
+    of them repeated."""
+    gen = torch.Generator().manual_seed(seed)
+    return torch.cat([torch.randint(0, 2 * t + 1, (B, 1), generator=gen) for t in range(T)], 1)
+
+
+@pytest.mark.parametrize("n_layers", [1, 2, 3])
+@pytest.mark.parametrize("which", ["synthetic", "random"])
+def test_lstm_trie_matches_nn_lstm(synth: ContextDataset, n_layers: int, which: str) -> None:
+    """The trie recurrence (each distinct prefix once, nn.LSTM's own parameters) computes
+    nn.LSTM's last hidden state, and the same gradients for every parameter."""
+    tokens = _tokens(synth) if which == "synthetic" else _shared_prefix_tokens(n_layers)
+    vocab = int(tokens.max()) + 3  # some tokens never appear: their embedding gets no gradient
+    cfg = LSTMConfig(vocab_in=vocab, vocab_out=7, dim=24, n_layers=n_layers)
+    model = LSTMModel(cfg, generator=torch.Generator().manual_seed(5)).double()
+    with torch.no_grad():  # nonzero biases, so the bias paths are exercised
+        for p in model.lstm.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(6)))
+    trie = PrefixTrie(tokens)
+    assert trie.n_nodes < tokens.numel()  # prefixes are shared
+    ref = _nn_lstm_features(model, tokens)
+    torch.testing.assert_close(model.features(trie), ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(model.features(tokens), ref, rtol=0, atol=0)
+    w = torch.randn(ref.shape, generator=torch.Generator().manual_seed(2), dtype=ref.dtype)
+    params = list(model.parameters())
+    g_ref = torch.autograd.grad(
+        (_nn_lstm_features(model, tokens) * w).sum(), params, allow_unused=True
+    )
+    g_trie = torch.autograd.grad((model.features(trie) * w).sum(), params, allow_unused=True)
+    for (name, _), a, b in zip(model.named_parameters(), g_ref, g_trie, strict=True):
+        if a is None:  # the output layer is not part of the features
+            assert b is None, name
+        else:
+            torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-12, msg=name)
+
+
+def test_lstm_trie_keeps_nn_lstm_parameters() -> None:
+    """Same parameters, state dict and seeded initialisation as before the trie path."""
+    model = LSTMModel(LSTMConfig(9, 7, dim=16), torch.Generator().manual_seed(3))
+    ref = torch.nn.LSTM(16, 16, num_layers=2, batch_first=True)
+    lstm_keys = [k[len("lstm.") :] for k in model.state_dict() if k.startswith("lstm.")]
+    assert lstm_keys == list(ref.state_dict())
+    tokens = torch.tensor([[1, 2, 3], [1, 2, 4]])
+    out = model(PrefixTrie(tokens))
+    torch.testing.assert_close(out, model(tokens), rtol=1e-5, atol=1e-6)  # float32

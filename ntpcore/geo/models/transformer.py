@@ -37,6 +37,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ntpcore.geo.models.trie import PrefixTrie
+
+__all__ = ["Block", "PrefixTrie", "Transformer", "TransformerConfig"]
+
 
 @dataclass(frozen=True)
 class TransformerConfig:
@@ -52,48 +56,6 @@ class TransformerConfig:
     @property
     def head_dim(self) -> int:
         return (self.dim // self.n_heads // 2) * 2
-
-
-class PrefixTrie:
-    r"""The distinct prefixes of a batch of equal-length contexts, as a trie.
-
-    Node ``u`` is a distinct prefix :math:`x_{1:t}` of some context (``depth[u] = t``,
-    ``token[u] = x_t``); ``ancestors[u, s]`` is the node of its prefix of length ``s + 1``
-    for ``s < t`` (so ``ancestors[u, t - 1] = u``) and ``u`` itself as padding after that;
-    ``leaf[j]`` is the node of the whole context ``j``.
-
-    Parameters
-    ----------
-    tokens : (B, T) int array or tensor   token ids of the contexts
-    """
-
-    def __init__(self, tokens: torch.Tensor) -> None:
-        tok = torch.as_tensor(tokens).cpu()
-        B, T = tok.shape
-        ids: dict[tuple[int, ...], int] = {}
-        node_of = torch.empty(B, T, dtype=torch.long)  # node of the prefix x_{1:t+1}
-        rows = tok.tolist()
-        for t in range(T):  # nodes ordered by depth, then by first appearance
-            for j, row in enumerate(rows):
-                node_of[j, t] = ids.setdefault(tuple(row[: t + 1]), len(ids))
-        n = len(ids)
-        self.token = torch.empty(n, dtype=torch.long)
-        self.depth = torch.empty(n, dtype=torch.long)
-        self.ancestors = torch.empty(n, T, dtype=torch.long)
-        for j in range(B):
-            for t in range(T):
-                u = int(node_of[j, t])
-                self.token[u], self.depth[u] = tok[j, t], t + 1
-                pad = node_of[j, t].repeat(T - t - 1)
-                self.ancestors[u] = torch.cat([node_of[j, : t + 1], pad])
-        self.mask = torch.arange(T)[None, :] < self.depth[:, None]  # (n, T) valid ancestors
-        self.leaf = node_of[:, -1].clone()  # (B,)
-        self.n_nodes, self.batch, self.length = n, B, T
-
-    def to(self, device: torch.device | str) -> PrefixTrie:
-        for name in ("token", "depth", "ancestors", "mask", "leaf"):
-            setattr(self, name, getattr(self, name).to(device))
-        return self
 
 
 class Block(nn.Module):

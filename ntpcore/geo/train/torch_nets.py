@@ -60,14 +60,13 @@ def ufm_init_arrays(ds: ContextDataset, cfg: TrainerConfig) -> tuple[np.ndarray,
 
 def model_inputs(ds: ContextDataset, cfg: TrainerConfig) -> Any:
     """What the model reads: context indices (m,) for the UFM, the contexts' prefix trie for
-    the transformer (same function, each distinct prefix computed once), token ids (m, T)
-    for the LSTM."""
-    from ntpcore.geo.models.transformer import PrefixTrie
+    the transformer and the LSTM (same function as on the token ids (m, T), each distinct
+    prefix computed once)."""
+    from ntpcore.geo.models.trie import PrefixTrie
 
     if cfg.model == "ufm":
         return torch.arange(ds.m)
-    tokens = torch.from_numpy(np.array(ds.contexts, dtype=np.int64))
-    return PrefixTrie(tokens) if cfg.model == "transformer" else tokens
+    return PrefixTrie(torch.from_numpy(np.array(ds.contexts, dtype=np.int64)))
 
 
 def summed_loss(logits: torch.Tensor, counts_t: torch.Tensor) -> torch.Tensor:

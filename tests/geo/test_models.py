@@ -93,13 +93,18 @@ def _reference_features(model: Transformer, tokens: torch.Tensor) -> torch.Tenso
     return model.norm(x[:, -1])
 
 
-def test_transformer_shortcuts_match_plain_forward(synth: ContextDataset) -> None:
-    """Last-position-only last block and prefix sharing compute the same function."""
+@pytest.mark.parametrize("n_layers", [1, 3])
+@pytest.mark.parametrize("which", ["synthetic", "random"])
+def test_transformer_shortcuts_match_plain_forward(
+    synth: ContextDataset, n_layers: int, which: str
+) -> None:
+    """Last-position-only last block and prefix sharing (the first block once per distinct
+    token) compute the same function; one block is first and last at once."""
+    tokens = _tokens(synth) if which == "synthetic" else _shared_prefix_tokens(n_layers)
     cfg = TransformerConfig(
-        vocab_in=len(synth.input_vocab), vocab_out=synth.V, dim=32, n_layers=3, n_heads=4
+        vocab_in=int(tokens.max()) + 3, vocab_out=7, dim=32, n_layers=n_layers, n_heads=4
     )
     model = Transformer(cfg, generator=torch.Generator().manual_seed(0)).double()
-    tokens = _tokens(synth)
     trie = PrefixTrie(tokens)
     ref = _reference_features(model, tokens)
     torch.testing.assert_close(model.features(tokens), ref, rtol=1e-12, atol=1e-12)
@@ -134,6 +139,8 @@ def test_prefix_trie_structure() -> None:
     for t, (start, stop) in enumerate(trie.levels, start=1):
         assert (trie.depth[start:stop] == t).all()
     assert trie.parent.tolist() == [-1, -1, 0, 1, 2, 2, 3]
+    assert trie.tokens.tolist() == [1, 2, 3, 4, 5]  # distinct tokens, and each node's row
+    assert trie.tokens[trie.token_row].tolist() == trie.token.tolist()
     for u in range(trie.n_nodes):
         d = int(trie.depth[u])
         if d > 1:

@@ -94,8 +94,7 @@ class LSTMModel(nn.Module):
 
     def _last_hidden_trie(self, trie: PrefixTrie) -> torch.Tensor:
         """Top-layer hidden state at the contexts' leaves (B, dim), node by node."""
-        used, slot = torch.unique(trie.token, return_inverse=True)  # distinct tokens
-        x = self.embedding(used)  # (k, dim)
+        x = self.embedding(trie.tokens)  # (distinct tokens, dim)
         sizes = [stop - start for start, stop in trie.levels]
         for layer in range(self.cfg.n_layers):
             w_ih, w_hh, b_ih, b_hh = (
@@ -104,10 +103,10 @@ class LSTMModel(nn.Module):
             )
             pre = F.linear(x, w_ih, b_ih + b_hh)  # (k or n, 4 dim) input projection
             if layer == 0:
-                pre = pre.index_select(0, slot)  # (n, 4 dim): per token, gathered per node
+                pre = pre.index_select(0, trie.token_row)  # (n, 4 dim): per token, then node
             hs = self._recur_trie(pre.split(sizes), w_hh, trie)
             x = torch.cat(hs)  # (n, dim) hidden state of every node
-        return hs[-1][trie.leaf - trie.levels[-1][0]]  # the leaves are the deepest level
+        return hs[-1].index_select(0, trie.leaf - trie.levels[-1][0])  # the deepest level
 
     @staticmethod
     def _recur_trie(

@@ -23,7 +23,9 @@ class PrefixTrie:
     ``token[u] = x_t``); ``ancestors[u, s]`` is the node of its prefix of length ``s + 1``
     for ``s < t`` (so ``ancestors[u, t - 1] = u``) and ``u`` itself as padding after that;
     ``parent[u]`` is the node of :math:`x_{1:t-1}` (``-1`` at depth 1); ``leaf[j]`` is the
-    node of the whole context ``j``.  Nodes are numbered by depth, then by first appearance,
+    node of the whole context ``j``; ``tokens`` are the distinct tokens (sorted) and
+    ``token_row[u]`` the row of ``token[u]`` in it (a model's first layer, which sees only
+    the token, runs once per distinct token).  Nodes are numbered by depth, then by first appearance,
     so the nodes of depth ``t`` are the range ``levels[t - 1]`` = ``(start, stop)``.
 
     Parameters
@@ -58,10 +60,11 @@ class PrefixTrie:
                     self.parent[u] = node_of[j, t - 1]
         self.mask = torch.arange(T)[None, :] < self.depth[:, None]  # (n, T) valid ancestors
         self.leaf = node_of[:, -1].clone()  # (B,)
+        self.tokens, self.token_row = torch.unique(self.token, return_inverse=True)
         self.levels: tuple[tuple[int, int], ...] = tuple(levels)
         self.n_nodes, self.batch, self.length = n, B, T
 
     def to(self, device: torch.device | str) -> PrefixTrie:
-        for name in ("token", "depth", "ancestors", "parent", "mask", "leaf"):
+        for name in ("token", "depth", "ancestors", "parent", "mask", "leaf", "tokens", "token_row"):
             setattr(self, name, getattr(self, name).to(device))
         return self

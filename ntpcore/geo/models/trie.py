@@ -25,8 +25,8 @@ class PrefixTrie:
     ``parent[u]`` is the node of :math:`x_{1:t-1}` (``-1`` at depth 1); ``leaf[j]`` is the
     node of the whole context ``j``; ``tokens`` are the distinct tokens (sorted) and
     ``token_row[u]`` the row of ``token[u]`` in it (a model's first layer, which sees only
-    the token, runs once per distinct token).  Nodes are numbered by depth, then by first appearance,
-    so the nodes of depth ``t`` are the range ``levels[t - 1]`` = ``(start, stop)``.
+    the token, runs once per distinct token).  Nodes are numbered by depth, then by first
+    appearance, so the nodes of depth ``t`` are the range ``levels[t - 1]`` = ``(start, stop)``.
 
     Parameters
     ----------
@@ -65,6 +65,15 @@ class PrefixTrie:
         self.n_nodes, self.batch, self.length = n, B, T
 
     def to(self, device: torch.device | str) -> PrefixTrie:
-        for name in ("token", "depth", "ancestors", "parent", "mask", "leaf", "tokens", "token_row"):
+        for name in (
+            "token",
+            "depth",
+            "ancestors",
+            "parent",
+            "mask",
+            "leaf",
+            "tokens",
+            "token_row",
+        ):
             setattr(self, name, getattr(self, name).to(device))
         return self

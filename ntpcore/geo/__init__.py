@@ -10,8 +10,9 @@ NTP-SVM of the support matrix (book: ``geo-thm-path``), which fixes the geometry
 word and context embeddings.
 
 Modules by job: :mod:`~ntpcore.geo.logits` (:math:`L^{in}`, :math:`\tilde S`),
-:mod:`~ntpcore.geo.svm` (:math:`L^{mm}` and its certificates), :mod:`~ntpcore.geo.regpath`
-(the regularization path), :mod:`~ntpcore.geo.embeddings` (factorisation and geometry
+:mod:`~ntpcore.geo.svm_problem` (the program of :math:`L^{mm}` and its certificates),
+:mod:`~ntpcore.geo.svm` and :mod:`~ntpcore.geo.svm_scale` (its solvers),
+:mod:`~ntpcore.geo.regpath` (the regularization path), :mod:`~ntpcore.geo.embeddings` (factorisation and geometry
 measures), the datasets (:mod:`~ntpcore.geo.data`, :mod:`~ntpcore.geo.synthetic`,
 :mod:`~ntpcore.geo.text`), training (:mod:`~ntpcore.geo.train`,
 :mod:`~ntpcore.geo.models`); the cached experiments the notebooks call live in

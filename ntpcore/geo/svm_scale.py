@@ -1,6 +1,6 @@
 r"""Nuclear-norm NTP-SVM of paper ``geo`` at the size of a real vocabulary.
 
-Same program as :mod:`ntpcore.geo.svm` ([geo, eq. (6)]; the max-margin logits
+Same program as :mod:`ntpcore.geo.svm_problem` ([geo, eq. (6)]; the max-margin logits
 :math:`L^{mm}` of [geo, Thm. 1]):
 
 .. math::
@@ -57,7 +57,7 @@ Certificate
 -----------
 Every :math:`z` is feasible (up to rounding), and :math:`G=\rho(2z-v-x)` is a subgradient of
 the nuclear norm at :math:`x` with :math:`\|G\|_{op}\le1`, but it violates the sign and
-column-sum constraints of the reduced dual (see :mod:`ntpcore.geo.svm`) by about the
+column-sum constraints of the reduced dual (see :mod:`ntpcore.geo.svm_problem`) by about the
 fixed-point residual.  Any :math:`P` in the cone
 :math:`D=\{P:\ \omega^\top P=0,\ P_{wg}\le0\ (w\notin\mathcal S_g)\}` certifies
 :math:`\|L^{mm}\|_*\ge-\langle J-S,P\rangle/\|P\|_{op}`.

@@ -13,10 +13,10 @@ Modules by job: :mod:`~ntpcore.geo.logits` (:math:`L^{in}`, :math:`\tilde S`),
 :mod:`~ntpcore.geo.svm_problem` (the program of :math:`L^{mm}` and its certificates),
 :mod:`~ntpcore.geo.svm` and :mod:`~ntpcore.geo.svm_scale` (its solvers),
 :mod:`~ntpcore.geo.regpath` (the regularization path), :mod:`~ntpcore.geo.embeddings`
-(factorisation and geometry measures), the datasets (:mod:`~ntpcore.geo.data`, :mod:`~ntpcore.geo.synthetic`,
-:mod:`~ntpcore.geo.text`), training (:mod:`~ntpcore.geo.train`,
-:mod:`~ntpcore.geo.models`); the cached experiments the notebooks call live in
-:mod:`ntpcore.geo.experiments`.
+(factorisation and geometry measures), the datasets (:mod:`~ntpcore.geo.data`,
+:mod:`~ntpcore.geo.synthetic`, :mod:`~ntpcore.geo.text`), training
+(:mod:`~ntpcore.geo.train`, :mod:`~ntpcore.geo.models`); the cached experiments the
+notebooks call live in :mod:`ntpcore.geo.experiments`.
 """
 
 from ntpcore.core.logits import ce, ce_excess, ce_grad, entropy, project_F, support_matrix

@@ -247,7 +247,7 @@ class NTPClaims(SphinxDirective):
             ":::{list-table}",
             ":header-rows: 1",
             ":class: ntp-claims ntp-ledger",
-            ":widths: 36 16 14 18 16",
+            ":widths: 34 16 12 18 20",
             "",
         ]
         header = LEDGER_HEADER

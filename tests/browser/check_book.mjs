@@ -146,9 +146,13 @@ function inspectPage({ narrow }) {
       }
     }
   }
+  // Lines of a cell: word tops more than 6 px apart (half a line) start a new line; inline
+  // code, set smaller, has its text a few pixels below the words beside it on the same line.
+  const countLines = (tops) => [...tops].sort((a, b) => a - b)
+    .reduce(([n, start], t) => (t - start > 6 ? [n + 1, t] : [n, start]), [0, -Infinity])[0];
   const oneWordColumns = [];
   for (const [cell, [count, tops]] of cellWords) {
-    const lines = new Set(tops.map((t) => Math.round(t / 4))).size;
+    const lines = countLines(tops);
     if (count >= 4 && lines >= count)
       oneWordColumns.push(cell.textContent.replace(/\s+/g, " ").trim().slice(0, 60));
   }

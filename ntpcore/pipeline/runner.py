@@ -35,10 +35,12 @@ an absolute path; checked before any figure starts).
 
 A run that reproduces registry figures (no ``--set``) and is not interrupted leaves a run
 record, ``<figure folder>/runs/<start>-<pid>-<profile>.json``: its elapsed wall time, jobs,
-figures and their wall times, the order, whether the computation cache was cold and whether its
-per-key lock was on (``NTP_CACHE_LOCK``), commit and machine, and the dask scheduler with its
-workers and threads (``null`` for a run on this machine; on a cluster ``jobs`` is the
-threads).  The *Performance* page reads the paper profile's elapsed time from these records
+figures and their wall times, its timeline (which worker ran each figure, from when to when,
+in seconds from the start; on a cluster read with the workers' clocks), the order, whether
+the computation cache was cold and whether its per-key lock was on (``NTP_CACHE_LOCK``),
+commit and machine, and the dask scheduler with its workers and threads (``null`` for a run
+on this machine; on a cluster ``jobs`` is the threads).  The *Performance* page reads the
+paper profile's elapsed time and timeline from these records
 (``make bench`` collects them).
 """
 
@@ -84,6 +86,7 @@ __all__ = [
     "execute",
     "execute_on_cluster",
     "main",
+    "timeline",
     "write_run_record",
 ]
 
@@ -177,6 +180,24 @@ def cache_entries() -> int:
     return sum(1 for _ in paths.cache_dir().glob("*/*.json"))
 
 
+def timeline(outcomes: list[Outcome], t0: float) -> dict[str, dict[str, Any]]:
+    """Where the time went: for each figure that ran, its worker (numbered from 1 in the
+    order the workers started their first figure), and its start and end in seconds from
+    the start of the run ``t0``."""
+    ran = sorted((o for o in outcomes if o.worker), key=lambda o: o.started)
+    workers: dict[str, int] = {}
+    for o in ran:
+        workers.setdefault(o.worker, len(workers) + 1)
+    return {
+        o.fig_id: {
+            "worker": workers[o.worker],
+            "start_s": round(o.started - t0, 1),
+            "end_s": round(o.started - t0 + o.wall_time_s, 1),
+        }
+        for o in ran
+    }
+
+
 def write_run_record(
     *,
     started: datetime,
@@ -203,6 +224,7 @@ def write_run_record(
         "n_ok": sum(o.ok for o in outcomes),
         "failed": [o.fig_id for o in outcomes if not o.ok],
         "figures": {o.fig_id: round(o.wall_time_s, 1) for o in outcomes},
+        "timeline": timeline(outcomes, started.timestamp()),
         "cache": {
             "dir": relative_to_root(paths.cache_dir()),
             "entries_at_start": entries_at_start,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import platform
 import re
 import shutil
 import sys
@@ -85,6 +86,10 @@ class Outcome:
     message: str = ""
     claims: tuple[dict[str, Any], ...] = ()
     warnings: tuple[str, ...] = ()  # warnings the kernel printed (echoed on the terminal)
+    #: When the notebook started (seconds since the epoch) and which process ran it
+    #: (``host:pid``): the run record's timeline of the workers.
+    started: float = 0.0
+    worker: str = ""
 
     def claims_summary(self) -> str:
         if not self.claims:
@@ -211,6 +216,7 @@ def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
     os.environ.update(KERNEL_ENV)
     os.environ["NTP_FIGURE_DIR"] = str(fig_stage)
     t0 = time.perf_counter()
+    when = {"started": time.time(), "worker": f"{platform.node()}:{os.getpid()}"}
     try:
         _execute(
             papermill.execute_notebook,
@@ -237,8 +243,10 @@ def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
         kernel_warnings = _finish_notebook(executed)
         problem = _claims_problem(fig_id, job.profile, claims)
         if problem:
-            return Staged(Outcome(fig_id, False, wall, problem, claims, kernel_warnings), "claims")
-        return Staged(Outcome(fig_id, True, wall, "", claims, kernel_warnings), "publish")
+            return Staged(
+                Outcome(fig_id, False, wall, problem, claims, kernel_warnings, **when), "claims"
+            )
+        return Staged(Outcome(fig_id, True, wall, "", claims, kernel_warnings, **when), "publish")
     except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
         wall = time.perf_counter() - t0
         message = _describe_failure(exc, job.entry.notebook, fig_id)
@@ -249,7 +257,7 @@ def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
             after = "drop"
         else:
             after = "error" if _parameter_error(exc) is None else "refused"
-        return Staged(Outcome(fig_id, False, wall, message, claims), after)
+        return Staged(Outcome(fig_id, False, wall, message, claims, **when), after)
     finally:
         for k, v in saved_env.items():
             if v is None:

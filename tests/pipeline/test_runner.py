@@ -266,10 +266,30 @@ def test_a_run_leaves_a_record_of_its_elapsed_time_and_cache_state(dirs, monkeyp
     }
     assert rec["n_ok"] == 1 and rec["failed"] == [] and set(rec["figures"]) == {"lin-rt"}
     assert rec["wall_time_s"] >= rec["figures"]["lin-rt"] > 0
+    (slot,) = rec["timeline"].values()
+    assert slot["worker"] == 1 and 0 <= slot["start_s"] < slot["end_s"] <= rec["wall_time_s"]
+    assert slot["end_s"] - slot["start_s"] == pytest.approx(rec["figures"]["lin-rt"], abs=0.11)
     assert rec["git"]["commit"] == provenance.git_state()["commit"]
     # an exploration (--set) is not the registry's run and leaves no record
     assert reproduce.main(["--only", "lin-rt", "--profile", "quick", "--set", "seed=2"]) == 0
     assert len(list((dirs / "book-figures" / "runs").glob("*.json"))) == 1
+
+
+def test_the_timeline_numbers_workers_by_first_start_and_skips_figures_that_never_ran():
+    def out(fig, worker, started, wall):
+        return staging.Outcome(fig, True, wall, started=started, worker=worker)
+
+    outcomes = [
+        out("c", "h:7", 112.0, 3.0),
+        out("a", "h:9", 100.5, 10.0),
+        out("b", "h:7", 101.0, 5.0),
+        staging.Outcome("lost", False, 0.0),  # a figure whose worker died: no slot
+    ]
+    assert reproduce.timeline(outcomes, 100.0) == {
+        "a": {"worker": 1, "start_s": 0.5, "end_s": 10.5},
+        "b": {"worker": 2, "start_s": 1.0, "end_s": 6.0},
+        "c": {"worker": 2, "start_s": 12.0, "end_s": 15.0},
+    }
 
 
 def test_a_cache_lock_setting_that_is_not_on_or_off_is_refused(monkeypatch, capsys):

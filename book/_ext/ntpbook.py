@@ -678,6 +678,75 @@ def _order_target(data: dict) -> tuple[str, str]:
     )
 
 
+#: The paper profile's target on 2 cores (issue: the main job in 45 minutes).
+PAPER_TARGET_S = 45 * 60
+
+
+def _two_core_runs(data: dict) -> list[dict]:
+    """Complete cold paper runs with the lock, on 2 CPUs with ``--jobs 2``, newest first."""
+    return [
+        r
+        for r in _whole_runs(data, "paper", cold=True, lock=True)
+        if r["machine"]["cpus"] == 2 and r["jobs"] == 2
+    ]
+
+
+def _paper_time_target(data: dict) -> tuple[str, str]:
+    """The newest cold paper run on 2 cores against 45 minutes, the one before it beside."""
+    runs = _two_core_runs(data)
+    if not runs:
+        return NOT_MEASURED, NOT_MEASURED
+    text = f"this run: {_run_text(runs[0])}; the previous one: " + (
+        _run_text(runs[1]) if len(runs) > 1 else "no earlier record in this build"
+    )
+    return text, "yes" if runs[0]["wall_time_s"] <= PAPER_TARGET_S else "**no**"
+
+
+def timeline_text(data: dict) -> str:
+    """MyST text of the timeline part: which worker ran each figure of the newest complete
+    cold paper run that recorded a timeline, from when to when, and how long each figure
+    took in the complete cold paper run before it."""
+    runs = [r for r in reversed(data.get("runs") or []) if r["profile"] == "paper"]
+    runs = [r for r in runs if r["complete"] and r["cache"].get("cold")]
+    timed = [r for r in runs if r.get("timeline")]
+    if not timed:
+        return (
+            "No complete cold-cache paper-profile run with a timeline in this build: run "
+            "`rm -rf results/cache && make notebooks`, then `make bench` and `make html`."
+        )
+    run = timed[0]
+    before = runs[runs.index(run) + 1] if runs.index(run) + 1 < len(runs) else None
+    slots = sorted(run["timeline"].items(), key=lambda kv: (kv[1]["worker"], kv[1]["start_s"]))
+    lines = [
+        f"The paper-profile run of {run['started']}: {_run_text(run)}"
+        + (f", **failed**: {', '.join(run['failed'])}" if run["failed"] else "")
+        + ". Each worker runs one notebook at a time; times are from the start of the run.",
+        "",
+    ]
+    for worker in sorted({slot["worker"] for _, slot in slots}):
+        mine = [slot for _, slot in slots if slot["worker"] == worker]
+        busy = sum(slot["end_s"] - slot["start_s"] for slot in mine)
+        last = max(slot["end_s"] for slot in mine)
+        lines.append(
+            f"- worker {worker}: {len(mine)} figure{'s' * (len(mine) != 1)}, busy {_dur(busy)} of "
+            f"{_dur(run['wall_time_s'])}, its last figure ended at {_dur(last)}."
+        )
+    was = f"wall time in the run of {before['started']}" if before else "previous run"
+    rows = [
+        [
+            str(slot["worker"]),
+            f"`{fig}`",
+            _dur(slot["start_s"]) if slot["start_s"] >= 1 else "0 s",
+            _dur(slot["end_s"]),
+            _dur(slot["end_s"] - slot["start_s"]),
+            _dur(before["figures"][fig]) if before and fig in before["figures"] else "–",
+        ]
+        for fig, slot in slots
+    ]
+    lines += ["", *_list_table(["worker", "figure", "start", "end", "wall time", was], rows)]
+    return "\n".join(lines)
+
+
 def _quick_profile_target(data: dict) -> tuple[str, str]:
     runs = _whole_runs(data, "quick")
     if runs:
@@ -788,6 +857,11 @@ def performance_targets(data: dict) -> list[list[str]]:
             "read start first and those readers last (`--order reuse`), so no worker waits "
             "on a model another worker is training",
             *_order_target(data),
+        ],
+        [
+            "paper profile from a cold cache (`make notebooks`: the lock, `--order reuse`) "
+            "$\\le$ 45 min on 2 cores with `--jobs 2`; the previous such run beside it",
+            *_paper_time_target(data),
         ],
         ["quick profile of the whole book $\\le$ 5 min on 2 cores", *_quick_profile_target(data)],
     ]
@@ -984,14 +1058,15 @@ def tables_text(data: dict) -> str:
 
 
 class NTPPerformance(_MystDirective):
-    """``{ntp-performance}``: the measured tables; with ``:part: targets`` the targets table."""
+    """``{ntp-performance}``: the measured tables; with ``:part: targets`` the targets table,
+    with ``:part: timeline`` the timeline of the newest cold paper run."""
 
     has_content = False
     option_spec = {"part": lambda s: s.strip()}
 
     def run(self) -> list[nodes.Node]:
         part = self.options.get("part", "tables")
-        if part not in ("tables", "targets"):
+        if part not in ("tables", "targets", "timeline"):
             logger.warning("ntp-performance: unknown part %r", part, location=self.get_location())
             return []
         if not BENCH_JSON.exists():
@@ -1001,7 +1076,8 @@ class NTPPerformance(_MystDirective):
             )
         self.env.note_dependency(str(BENCH_JSON))
         data = json.loads(BENCH_JSON.read_text())
-        return self._parse(targets_text(data) if part == "targets" else tables_text(data))
+        text = {"targets": targets_text, "timeline": timeline_text, "tables": tables_text}[part]
+        return self._parse(text(data))
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:

@@ -7,33 +7,20 @@ what a researcher would otherwise run, measured side by side in one run.
 
 Sections
 --------
-One module each (:mod:`ntpcore.bench.solvers`, :mod:`ntpcore.bench.trainers`,
-:mod:`ntpcore.bench.paired`, :mod:`ntpcore.bench.pipeline`); this one holds the command line.
+One module each; what each measures and reports is in its docstring, this one holds the
+command line.
 
-solvers
-    Each specialised max-margin solver (NTP-SVM, nuclear-norm SVM, Graph-SVM) against the
-    straightforward cvxpy formulation with Clarabel and with SCS, on the papers' instance
-    sizes and on growing sizes.  Every solve (specialised or generic) runs in a child
-    process with a time limit (default 10 minutes), so a solver that runs out of time or
-    memory is recorded as such and the ladder stops for it.  Reported: median/min/max
-    time, objective, relative objective gap to the Clarabel solution, the worst
-    constraint violation, the peak resident memory of the child and, for the nuclear-norm
-    SVM, the certified relative duality gap of the specialised solve and the number of
-    distinct supports of the instance (its two support laws:
-    :func:`ntpcore.bench.solvers.geo_supports`).
-trainers
-    Steps per second of GD/NGD/Adam on the linear model against a plain numpy loop, and of
-    UFM/transformer/LSTM training (this project's formulation: distinct contexts with counts)
-    against the per-sample formulation; on CPU, and on a GPU when torch sees one.
-experiments
-    The published experiments (attention: cyclic TPGs and local convergence; the UFM training)
-    against their reference formulations -- the authors' loops re-derived with torch autograd
-    (:mod:`ntpcore.bench.reference`) -- each run cold in a child process of its own, reference
-    and project alternating, with the ratio of the median CPU times, the target and the
-    statistics of both side by side (:mod:`ntpcore.bench.paired`).
-pipeline
-    Wall time of every registry figure, read from the provenance sidecars of the latest
-    paper-profile (``book/figures``) and quick-profile (``_build/test/figures``) runs.
+solvers (:mod:`ntpcore.bench.solvers`)
+    The specialised max-margin solvers against cvxpy with Clarabel and with SCS, rung by
+    rung, each solve in a child process with a time limit.
+trainers (:mod:`ntpcore.bench.trainers`)
+    Steps per second of the project's trainers against a plain loop or the per-sample
+    formulation; on CPU, and on a GPU when torch sees one.
+experiments (:mod:`ntpcore.bench.paired`)
+    The published experiments against their reference formulations
+    (:mod:`ntpcore.bench.reference`), cold, alternating, with the statistics of both.
+pipeline (:mod:`ntpcore.bench.pipeline`)
+    Wall time of every figure and the runner's records of whole runs.
 
 Results go to ``results/bench/bench.json``; the book's *Performance* page reads them.
 """

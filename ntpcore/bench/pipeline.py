@@ -2,6 +2,8 @@
 
 Wall time of every registry figure, read from the provenance sidecars of the latest
 paper-profile (``book/figures``) and quick-profile (``_build/test/figures``) runs.
+The runner's records of whole runs (elapsed time, cache state, timeline of the workers:
+:mod:`ntpcore.pipeline.runner`) are collected beside them.
 """
 
 from __future__ import annotations

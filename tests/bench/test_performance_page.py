@@ -454,3 +454,50 @@ def test_paired_targets_need_the_ratio_and_the_same_statistics():
     tables = ntpbook.tables_text(BENCH)
     assert "Published experiments against their reference formulations" in tables
     assert "126×" in tables and "(target 100×)" in tables
+
+
+PAPER45 = "paper profile from a cold cache (`make notebooks`"
+
+
+def test_the_45_minute_target_reads_the_newest_cold_two_core_run_and_quotes_the_one_before():
+    assert _find(BENCH, PAPER45)[2] == ntpbook.NOT_MEASURED
+    data = copy.deepcopy(BENCH)
+    data["runs"] = [_run("paper", 4823.0, order="reuse")]
+    row = _find(data, PAPER45)
+    assert row[2] == "**no**" and "this run: 80.4 min" in row[1]
+    assert "the previous one: no earlier record in this build" in row[1]
+    data["runs"].append(_run("paper", 2700.0, started="2026-11-27", order="reuse"))
+    row = _find(data, PAPER45)
+    assert row[2] == "yes" and row[1].startswith("this run: 45 min")
+    assert "the previous one: 80.4 min" in row[1]
+    sixteen = _run("paper", 600.0, started="2026-11-28", order="reuse")
+    sixteen["machine"]["cpus"] = 16  # another machine: not the 2-core target
+    data["runs"].append(sixteen)
+    data["runs"].append(_run("paper", 50.0, started="2026-11-29", failed=["x"]))
+    assert _find(data, PAPER45)[1].startswith("this run: 45 min")
+    data["runs"].append(_run("paper", 2701.0, started="2026-11-30"))
+    assert _find(data, PAPER45)[2] == "**no**"
+
+
+def test_the_timeline_lists_each_workers_figures_and_the_previous_runs_wall_times():
+    assert "No complete cold-cache paper-profile run with a timeline" in ntpbook.timeline_text(
+        BENCH
+    )
+    before = _run("paper", 4823.0)
+    before["figures"] = {"a": 4790.0, "b": 100.0}
+    now = _run("paper", 2600.0, started="2026-11-27")
+    now["figures"] = {"a": 2590.0, "b": 60.0, "c": 300.0}
+    now["timeline"] = {
+        "a": {"worker": 1, "start_s": 0.4, "end_s": 2590.4},
+        "c": {"worker": 2, "start_s": 60.5, "end_s": 360.5},
+        "b": {"worker": 2, "start_s": 0.5, "end_s": 60.5},
+    }
+    warm = _run("paper", 30.0, cold=False, started="2026-11-28")  # not a cold run: ignored
+    warm["timeline"] = {"a": {"worker": 1, "start_s": 0.0, "end_s": 30.0}}
+    text = ntpbook.timeline_text({**BENCH, "runs": [before, now, warm]})
+    assert "worker 1: 1 figure, busy 43.2 min of 43.3 min" in text
+    assert "worker 2: 2 figures, busy 6 min of 43.3 min, its last figure ended at 6.01 min" in text
+    body = text[text.index(":::{list-table}") :]
+    assert body.index("`a`") < body.index("`b`") < body.index("`c`")  # by worker, then start
+    assert "wall time in the run of 2026-11-23" in body and "79.8 min" in body
+    assert "* - 2\n  - `c`\n  - 60.5 s\n  - 6.01 min\n  - 5 min\n  - –" in body

@@ -718,9 +718,15 @@ def timeline_text(data: dict) -> str:
     before = runs[runs.index(run) + 1] if runs.index(run) + 1 < len(runs) else None
     slots = sorted(run["timeline"].items(), key=lambda kv: (kv[1]["worker"], kv[1]["start_s"]))
     lines = [
-        f"The paper-profile run of {run['started']}: {_run_text(run)}"
+        f"The newest complete cold-cache paper-profile run: {_run_text(run)}"
         + (f", **failed**: {', '.join(run['failed'])}" if run["failed"] else "")
-        + ". Each worker runs one notebook at a time; times are from the start of the run.",
+        + ". Each worker runs one notebook at a time; times are from the start of the run; "
+        + (
+            f"the last column is the figure's wall time in the cold run before it, "
+            f"{_run_text(before)}."
+            if before
+            else "this build holds no record of a cold run before it."
+        ),
         "",
     ]
     for worker in sorted({slot["worker"] for _, slot in slots}):
@@ -731,7 +737,6 @@ def timeline_text(data: dict) -> str:
             f"- worker {worker}: {len(mine)} figure{'s' * (len(mine) != 1)}, busy {_dur(busy)} of "
             f"{_dur(run['wall_time_s'])}, its last figure ended at {_dur(last)}."
         )
-    was = f"wall time in the run of {before['started']}" if before else "previous run"
     rows = [
         [
             str(slot["worker"]),
@@ -743,7 +748,10 @@ def timeline_text(data: dict) -> str:
         ]
         for fig, slot in slots
     ]
-    lines += ["", *_list_table(["worker", "figure", "start", "end", "wall time", was], rows)]
+    lines += [
+        "",
+        *_list_table(["worker", "figure", "start", "end", "wall time", "run before"], rows),
+    ]
     return "\n".join(lines)
 
 

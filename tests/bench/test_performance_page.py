@@ -494,10 +494,14 @@ def test_the_timeline_lists_each_workers_figures_and_the_previous_runs_wall_time
     }
     warm = _run("paper", 30.0, cold=False, started="2026-11-28")  # not a cold run: ignored
     warm["timeline"] = {"a": {"worker": 1, "start_s": 0.0, "end_s": 30.0}}
+    assert "holds no record of a cold run before it" in ntpbook.timeline_text(
+        {**BENCH, "runs": [now]}
+    )
     text = ntpbook.timeline_text({**BENCH, "runs": [before, now, warm]})
     assert "worker 1: 1 figure, busy 43.2 min of 43.3 min" in text
     assert "worker 2: 2 figures, busy 6 min of 43.3 min, its last figure ended at 6.01 min" in text
     body = text[text.index(":::{list-table}") :]
     assert body.index("`a`") < body.index("`b`") < body.index("`c`")  # by worker, then start
-    assert "wall time in the run of 2026-11-23" in body and "79.8 min" in body
+    assert "in the cold run before it, 80.4 min (33 figures" in text
+    assert "run before" in body and "79.8 min" in body
     assert "* - 2\n  - `c`\n  - 60.5 s\n  - 6.01 min\n  - 5 min\n  - –" in body

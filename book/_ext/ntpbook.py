@@ -1031,7 +1031,7 @@ def tables_text(data: dict) -> str:
                 "reference",
                 "ours (cold)",
                 "ratio",
-                "statistics: largest difference (tolerance)",
+                "largest difference of each statistic (its tolerance)",
             ],
             rows,
         )

@@ -49,6 +49,7 @@ from ntpcore.geo.svm_problem import (
     NuclearSVMResult,
     check_certificate,
     polar_certificate,
+    reduce_support,
     svm_constraint_violation,
 )
 
@@ -76,6 +77,7 @@ __all__ = [
     "reg_path_cvxpy",
     "regularization_path",
     "same_support_pairs",
+    "reduce_support",
     "same_vs_other",
     "solve_nuclear_svm",
     "structural_correlation",

@@ -195,8 +195,8 @@ def _newton_on_gradient(prob: _UFM, x: NDArray[np.float64], steps: int = 30) -> 
 
 def _residuals(
     L: NDArray[np.float64], P: NDArray[np.float64], pi: NDArray[np.float64], lam: float
-) -> tuple[float, NDArray[np.float64], float, float]:
-    """``(CE - H, G, opt, align)`` at ``L``: the excess, the gradient of CE and the two
+) -> tuple[float, float, float, float]:
+    """``(CE - H, ||L||_*, opt, align)`` at ``L``: the excess, the nuclear norm and the two
     optimality residuals of the convex problem (0 at a minimiser with ``L != 0``)."""
     exc, G, _ = ce_excess_grad(L, P, pi)
     nuc = float(np.linalg.svd(L, compute_uv=False).sum())
@@ -204,7 +204,7 @@ def _residuals(
         raise SolverError(f"regularization path diverged at lambda={lam:g}")
     opt = float(np.linalg.norm(G, 2)) / lam - 1.0
     align = float((-G * L).sum()) / (lam * nuc) - 1.0 if nuc > 0 else 0.0
-    return exc, G, opt, align
+    return exc, nuc, opt, align
 
 
 def regularization_path(
@@ -269,15 +269,14 @@ def regularization_path(
             x = _solve_one(prob, x, max_iter, polish)
             W, H = prob.split(x)
         L = W @ H
-        exc, G, opt, align = _residuals(L, P, pi, lam)
-        if polish and g0 > lam and max(abs(opt), abs(align)) > certify_tol:
+        exc, nuc, opt, align = _residuals(L, P, pi, lam)
+        if polish and nuc > 0 and max(abs(opt), abs(align)) > certify_tol:
             # the objective-driven solvers stopped at their rounding floor (see
             # _newton_on_gradient); points they certify are left exactly as they are
             x = _newton_on_gradient(prob, x)
             W, H = prob.split(x)
             L = W @ H
-            exc, G, opt, align = _residuals(L, P, pi, lam)
-        nuc = float(np.linalg.svd(L, compute_uv=False).sum())
+            exc, nuc, opt, align = _residuals(L, P, pi, lam)
         if nuc > 0 and max(abs(opt), abs(align)) > certify_tol:
             raise SolverError(
                 f"regularization path: no certified minimiser at lambda={lam:g} "

@@ -715,7 +715,7 @@ def timeline_text(data: dict) -> str:
             "`rm -rf results/cache && make notebooks`, then `make bench` and `make html`."
         )
     run = timed[0]
-    before = runs[runs.index(run) + 1] if runs.index(run) + 1 < len(runs) else None
+    before = next(iter(runs[runs.index(run) + 1 :]), None)
     slots = sorted(run["timeline"].items(), key=lambda kv: (kv[1]["worker"], kv[1]["start_s"]))
     lines = [
         f"The newest complete cold-cache paper-profile run: {_run_text(run)}"

@@ -106,7 +106,8 @@ golden: $(STAMP)
 # spreads of every printed number, claim and figure, each run checked against the goldens
 # (results/reproducibility/report.json, shown on the book's Reproducibility page).
 REPRO ?= native numpy-avx2 numpy-baseline openblas-nehalem openblas-sandybridge \
-         openblas-haswell openblas-skylakex threads-2 torch-avx2 sandybridge-baseline
+         openblas-haswell openblas-skylakex threads-2 torch-avx2 torch-default \
+         mkl-compatible sandybridge-baseline
 reproducibility: $(STAMP)
 	$(PY) -m ntpcore.pipeline.reproducibility --configs $(REPRO) --jobs $(JOBS)
 

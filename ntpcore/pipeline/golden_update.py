@@ -70,13 +70,20 @@ def _mark(rline: str, tols: list[float | None]) -> str:
 
 
 def _golden_text(
-    run_text: str, old_text: str | None, spreads: dict[str, float] | None, fig_id: str, k: int
+    run_text: str,
+    old_text: str | None,
+    spreads: dict[str, float] | None,
+    fig_id: str,
+    k: int,
+    *,
+    widen_only: bool = False,
 ) -> str:
     """A cell's new golden text: the run's numbers, each measured one with its tolerance.
 
     The tolerance of a number already in the golden file at the same place (same words) is
-    kept, unless ``spreads`` (from a reproducibility report) gives a new one; a new number
-    gets its spread's tolerance, or its floor when it was not measured.
+    kept, unless ``spreads`` (from a reproducibility report) gives a new one (with
+    ``widen_only``, only a wider one); a new number gets its spread's tolerance, or its floor
+    when it was not measured.
     """
     old = text_lines(old_text or "")
     out = []
@@ -89,7 +96,8 @@ def _golden_text(
             spread = (spreads or {}).get(number_key(fig_id, k, j, i))
             old_tol = g.numbers[i].tol if same else None
             if spread is not None and (rn.measured or spread > 0):
-                tols.append(suggest_tolerance(rn, spread))
+                tol = suggest_tolerance(rn, spread)
+                tols.append(max(tol, old_tol) if widen_only and old_tol is not None else tol)
             elif old_tol is not None:
                 tols.append(old_tol)
             else:
@@ -199,24 +207,50 @@ _CHANGES_HEAD = (
 )
 
 
-def apply_tolerances(report: Path, golden_dir: Path = GOLDEN_DIR, *, reason: str) -> list[str]:
+def apply_tolerances(
+    report: Path, golden_dir: Path = GOLDEN_DIR, *, reason: str, replace: bool = False
+) -> list[str]:
     """Set the tolerances of the golden files from a reproducibility report's spreads.
 
     Values and words are kept; each measured number gets ``max(SAFETY * spread, floor)``.
-    Returns one line per tolerance that changed (old -> new), also logged in ``CHANGES.md``.
+    A report holds the configurations of one machine, and the tolerances already written hold
+    those of the machines before it (whose reports are not kept), so by default a tolerance
+    only widens: ``max(old, new)``, and an image's spread is the larger of the two.
+    ``replace=True`` recomputes every tolerance from this report alone (after a change that
+    makes an old spread meaningless).  A spread whose line has other words in the report than
+    in the golden file is skipped: its key (a position on the line) may name another number.
+    Returns one line per tolerance that changed (old -> new) or line skipped, also logged in
+    ``CHANGES.md``.
     """
     data = json.loads(Path(report).read_text())
-    spreads = {
-        k: v["spread"] for k, v in data.get("printed", {}).items() if v.get("spread") is not None
-    }
+    rows = data.get("printed", {})
+    spreads = {k: v["spread"] for k, v in rows.items() if v.get("spread") is not None}
     changed = []
     for path in sorted(golden_dir.glob("*.txt")):
         fig_id = path.stem
         old = parse(path.read_text(encoding="utf-8"))
         texts = []
         for k, text in enumerate(old, 1):
+            for j, line in enumerate(text_lines(text), 1):
+                # a number's key is its position; after a line's words changed (a number
+                # added to a statement) the report's key may name another number of it
+                words = parse_golden_line(line).words
+                stale = [
+                    key
+                    for key in spreads
+                    if key.startswith(f"{fig_id}/{k}/{j}/")
+                    and rows[key].get("words") not in (None, words)
+                ]
+                for key in stale:
+                    del spreads[key]
+                    changed.append(f"{fig_id}, cell {k}, line {j}: skipped, its words changed")
             new = _golden_text(
-                "\n".join(plain(x) for x in text_lines(text)), text, spreads, fig_id, k
+                "\n".join(plain(x) for x in text_lines(text)),
+                text,
+                spreads,
+                fig_id,
+                k,
+                widen_only=not replace,
             )
             for j, (a, b) in enumerate(zip(text_lines(text), text_lines(new), strict=True), 1):
                 ga, gb = parse_golden_line(a), parse_golden_line(b)
@@ -233,7 +267,7 @@ def apply_tolerances(report: Path, golden_dir: Path = GOLDEN_DIR, *, reason: str
             write_text_atomic(path, new_file)
     img = {f: r["spread"] for f, r in data.get("images", {}).items() if r.get("spread") is not None}
     if img and golden_dir == GOLDEN_DIR:
-        changed += images.set_tolerances(img, SAFETY)
+        changed += images.set_tolerances(img, SAFETY, widen_only=not replace)
     if changed:
         _log(golden_dir, reason, Update(moved=changed), title="tolerances")
     return changed
@@ -254,10 +288,18 @@ def main(argv: list[str] | None = None) -> int:
     tol = sub.add_parser("tolerances", help="set tolerances from a reproducibility report")
     tol.add_argument("report", type=Path)
     tol.add_argument("--reason", required=True)
+    tol.add_argument(
+        "--replace",
+        action="store_true",
+        help="recompute every tolerance from this report alone (default: only widen them, "
+        "keeping what earlier machines measured)",
+    )
     args = parser.parse_args(argv)
     try:
         if args.cmd == "tolerances":
-            changed = apply_tolerances(args.report, args.golden_dir, reason=args.reason)
+            changed = apply_tolerances(
+                args.report, args.golden_dir, reason=args.reason, replace=args.replace
+            )
             for line in changed:
                 print(line)
             print(f"{len(changed)} tolerance(s) changed; review `git diff tests/golden`")

@@ -136,13 +136,22 @@ def update(figures: Path) -> tuple[list[ImageResult], list[str]]:
     return results, changed
 
 
-def set_tolerances(spreads: dict[str, float], safety: float) -> list[str]:
-    """Write ``images.yml`` from measured RMS spreads; returns the tolerances that changed."""
+def set_tolerances(
+    spreads: dict[str, float], safety: float, *, widen_only: bool = False
+) -> list[str]:
+    """Write ``images.yml`` from measured RMS spreads; returns the tolerances that changed.
+
+    With ``widen_only`` a figure keeps the larger of its recorded spread (measured on earlier
+    machines) and the new one.
+    """
     old = _tolerances()
     figures = {}
     changed = []
     for fig in sorted(set(old) | set(spreads)):
-        spread = spreads.get(fig, (old.get(fig) or {}).get("spread", 0.0))
+        before_spread = (old.get(fig) or {}).get("spread", 0.0)
+        spread = spreads.get(fig, before_spread)
+        if widen_only:
+            spread = max(spread, before_spread)
         tol = round(max(safety * spread, FLOOR), 3)
         figures[fig] = {"tol": tol, "spread": round(spread, 4)}
         before = (old.get(fig) or {}).get("tol")

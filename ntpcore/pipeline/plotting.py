@@ -37,6 +37,26 @@ def new_figure(
     return fig, axes
 
 
+def whole_decades(ax: plt.Axes) -> tuple[float, float]:
+    """Set a log y-axis's limits to the powers of ten around its curves' positive values.
+
+    Matplotlib's own limits follow the data's extremes, so a curve that ends a little lower
+    (another CPU's rounding grown by training) rescales the whole panel and moves every other
+    curve in it; whole decades keep the panel still.  Returns the limits.
+    """
+    ys = [np.asarray(ln.get_ydata(), dtype=float) for ln in ax.get_lines()]
+    ys = [y[np.isfinite(y) & (y > 0)] for y in ys]
+    vals = np.concatenate(ys) if ys else np.empty(0)
+    if vals.size == 0:
+        raise ValueError("whole_decades: the axes hold no positive finite values")
+    lo = 10.0 ** np.floor(np.log10(vals.min()))
+    hi = 10.0 ** np.ceil(np.log10(vals.max()))
+    if hi <= lo:  # every value is one power of ten
+        hi = lo * 10.0
+    ax.set_ylim(lo, hi)
+    return lo, hi
+
+
 def stamp_quick(fig: Figure, strip: float = 0.22) -> None:
     """Write a visible 'QUICK PROFILE' stamp on a figure made with the CI profile.
 

@@ -15,6 +15,12 @@ configuration               environment
 ``threads-2``               OpenBLAS on two threads (the runner keeps torch on one)
 ``torch-avx2``              torch's kernels and MKL at AVX2 (``ATEN_CPU_CAPABILITY``,
                             ``MKL_ENABLE_INSTRUCTIONS``)
+``torch-default``           torch's scalar kernels (``ATEN_CPU_CAPABILITY=default``): no
+                            vectorised exp, softmax or reductions
+``mkl-compatible``          MKL's vendor-neutral code path (``MKL_CBWR=COMPATIBLE``).  MKL
+                            picks its kernels by CPU, vendor included, so two CPUs with the
+                            same AVX-512 can differ; capping the instructions does not show
+                            it, this path does
 ``sandybridge-baseline``    OpenBLAS Sandybridge and numpy at baseline together
 ==========================  ===============================================================
 
@@ -136,6 +142,8 @@ CONFIGS: dict[str, Config] = {
             "torch and MKL at AVX2",
             ("avx2", "fma"),
         ),
+        Config("torch-default", {"ATEN_CPU_CAPABILITY": "default"}, "torch's scalar kernels"),
+        Config("mkl-compatible", {"MKL_CBWR": "COMPATIBLE"}, "MKL's vendor-neutral path"),
         Config(
             "sandybridge-baseline",
             {"OPENBLAS_CORETYPE": "Sandybridge", "NPY_DISABLE_CPU_FEATURES": _NPY_BASE},
@@ -269,8 +277,11 @@ def _golden_tols(golden_dir: Path) -> dict[str, float | None]:
     return tols
 
 
-def collect(names: list[str], golden_dir: Path = golden.GOLDEN_DIR) -> Collected:
-    """Read the runs of ``names`` (the first is the reference) and compare them."""
+def collect(
+    names: list[str], golden_dir: Path = golden.GOLDEN_DIR, *, only: list[str] | None = None
+) -> Collected:
+    """Read the runs of ``names`` (the first is the reference) and compare them (with
+    ``only``, runs of those figures alone: the other baseline images are not missing)."""
     out = Collected()
     runs = []
     for name in names:
@@ -289,6 +300,7 @@ def collect(names: list[str], golden_dir: Path = golden.GOLDEN_DIR) -> Collected
         spread = max(values.values()) - min(values.values())
         out.printed[key] = {
             "where": ref[2],
+            "words": ref[0],  # the line with its numbers as '#': a key is a position
             "measured": ref[1].measured,
             "values": {n: num.text for n, (_, num, _) in rows.items()},
             "spread": spread if len(words) == 1 else None,
@@ -329,6 +341,8 @@ def collect(names: list[str], golden_dir: Path = golden.GOLDEN_DIR) -> Collected
         except printed.GoldenError as exc:
             cmps, diffs = [], [str(exc)]
         img = images.check(d / "figures", write_diffs=False)
+        if only:
+            img = [r for r in img if r.fig_id in only]
         out.checks[name] = {
             "golden_ok": not diffs,
             "golden_differences": diffs,
@@ -412,8 +426,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="collect the runs already in _build/repro/ instead of running them again",
     )
-    parser.add_argument("--report", type=Path, default=REPORT)
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="FIG",
+        help="run these figures alone (after a change to them); the report then goes to "
+        "results/reproducibility/only.json unless --report says otherwise, so the book's "
+        "page keeps the full one",
+    )
+    parser.add_argument("--report", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.report is None:
+        args.report = REPORT.with_name("only.json") if args.only else REPORT
     unknown = [n for n in args.configs if n not in CONFIGS]
     if unknown:
         print(f"error: unknown configuration(s) {unknown}; known: {list(CONFIGS)}", file=sys.stderr)
@@ -433,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
             f"[{k}/{len(names)}] {name} ({CONFIGS[name].label}): quick profile, empty cache ...",
             flush=True,
         )
-        d = run_config(CONFIGS[name], jobs=args.jobs)
+        d = run_config(CONFIGS[name], jobs=args.jobs, only=args.only)
         meta = json.loads((d / "config.json").read_text())
         p = meta["probe"]
         print(
@@ -441,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
             f"torch {p['torch_capability']}; runner exit {meta['returncode']}",
             flush=True,
         )
-    col = collect(names)
+    col = collect(names, only=args.only)
     path = write_report(col, args.report)
     bad = 0
     for name, chk in col.checks.items():

@@ -179,6 +179,26 @@ MUTATIONS = [
         """,
     ),
     Mutation(
+        "geo-lr-too-small",
+        "training",
+        "geo",
+        "the trainers step with a learning rate 100 times too small (the models barely train)",
+        ("geo-training-curves-synthetic",),
+        """
+        import ntpcore.geo.train.protocol as _protocol
+
+        _orig = _protocol.lr_at
+
+
+        def _mutated(cfg, step):
+            _applied()
+            return _orig(cfg, step) / 100.0
+
+
+        _replace(_protocol, "lr_at", _mutated)
+        """,
+    ),
+    Mutation(
         "geo-synthetic-law",
         "data",
         "geo",

@@ -205,6 +205,49 @@ def test_tolerances_come_from_a_reproducibility_report(tmp_path):
     assert len(changed) == 2
 
 
+def test_a_second_machine_only_widens_the_tolerances_unless_told_to_replace(tmp_path):
+    executed, gdir = tmp_path / "executed", tmp_path / "golden"
+    executed.mkdir()
+    gdir.mkdir()
+    _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0175"), "final 0.961"])
+    golden_update.update(executed, gdir, reason="first")
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text('{"printed": {"lin-x/1/1/1": {"spread": 0.0002}}}')
+    golden_update.apply_tolerances(first, gdir, reason="machine A")
+    # machine B: this number is bitwise equal across its configurations, the other one moves
+    second.write_text(
+        '{"printed": {"lin-x/1/1/1": {"spread": 0.0}, "lin-x/1/2/0": {"spread": 0.001}}}'
+    )
+    changed = golden_update.apply_tolerances(second, gdir, reason="machine B")
+    text = (gdir / "lin-x.txt").read_text()
+    assert "ours ⟦0.0175 ± 0.0006⟧" in text  # machine A's spread is kept
+    assert "final ⟦0.961 ± 0.003⟧" in text  # machine B's is added
+    assert changed == ["lin-x, cell 1, line 2: 0.961 ± 0.001 -> ± 0.003"]
+    golden_update.apply_tolerances(second, gdir, reason="recomputed", replace=True)
+    assert "ours ⟦0.0175 ± 0.0001⟧" in (gdir / "lin-x.txt").read_text()  # its floor
+
+
+def test_a_spread_measured_before_the_words_of_its_line_changed_is_not_applied(tmp_path):
+    executed, gdir = tmp_path / "executed", tmp_path / "golden"
+    executed.mkdir()
+    gdir.mkdir()
+    _executed(executed / "lin-x.ipynb", ["falls by at least 3 times, ratio 0.0175"])
+    golden_update.update(executed, gdir, reason="first")
+    # measured when the line read "falls, ratio 0.0175": its number 0 was the ratio, which
+    # is number 1 now (the "3" comes first)
+    report = tmp_path / "report.json"
+    report.write_text('{"printed": {"lin-x/1/1/0": {"spread": 0.0002, "words": "falls, ratio #"}}}')
+    changed = golden_update.apply_tolerances(report, gdir, reason="stale")
+    assert changed == ["lin-x, cell 1, line 1: skipped, its words changed"]
+    assert "least 3 times, ratio ⟦0.0175 ± 0.0001⟧" in (gdir / "lin-x.txt").read_text()
+    report.write_text(
+        '{"printed": {"lin-x/1/1/1": {"spread": 0.0002, '
+        '"words": "falls by at least # times, ratio #"}}}'
+    )
+    golden_update.apply_tolerances(report, gdir, reason="current")
+    assert "least 3 times, ratio ⟦0.0175 ± 0.0006⟧" in (gdir / "lin-x.txt").read_text()
+
+
 # ------------------------------------------------------------------------ nbval
 def _nbval(path) -> subprocess.CompletedProcess:
     return subprocess.run(

@@ -58,6 +58,13 @@ def test_image_check_writes_a_diff_and_names_the_figure(tmp_path, monkeypatch):
     images.set_tolerances({"lin-x": moved.rms}, safety=3.0)
     (within,) = [r for r in images.check(figs) if r.fig_id == "lin-x"]
     assert within.ok and within.tol == pytest.approx(3 * moved.rms, rel=1e-3)
+    # a second machine whose figure moves less keeps the first machine's spread
+    images.set_tolerances({"lin-x": moved.rms / 10}, safety=3.0, widen_only=True)
+    (kept,) = [r for r in images.check(figs) if r.fig_id == "lin-x"]
+    assert kept.tol == pytest.approx(3 * moved.rms, rel=1e-3)
+    images.set_tolerances({"lin-x": moved.rms / 10}, safety=3.0)
+    (replaced,) = [r for r in images.check(figs) if r.fig_id == "lin-x"]
+    assert replaced.tol < kept.tol
 
 
 # ------------------------------------------------------------------------ configurations

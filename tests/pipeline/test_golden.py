@@ -187,12 +187,18 @@ def test_make_golden_exits_non_zero_and_names_what_moved(tmp_path, capsys):
     assert "make golden REASON=" in out.err
 
 
-def test_tolerances_come_from_a_reproducibility_report(tmp_path):
+def _goldens_of(tmp_path, lines: list[str]):
+    """Golden files written from one executed notebook ``lin-x`` printing ``lines``."""
     executed, gdir = tmp_path / "executed", tmp_path / "golden"
     executed.mkdir()
     gdir.mkdir()
-    _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0175"), "k = 3, final 0.961"])
+    _executed(executed / "lin-x.ipynb", lines)
     golden_update.update(executed, gdir, reason="first")
+    return gdir
+
+
+def test_tolerances_come_from_a_reproducibility_report(tmp_path):
+    gdir = _goldens_of(tmp_path, [CLAIM.format(v="0.0175"), "k = 3, final 0.961"])
     report = tmp_path / "report.json"
     report.write_text(
         '{"printed": {"lin-x/1/1/1": {"spread": 0.0002}, "lin-x/1/2/0": {"spread": 1.0},'
@@ -206,11 +212,7 @@ def test_tolerances_come_from_a_reproducibility_report(tmp_path):
 
 
 def test_a_second_machine_only_widens_the_tolerances_unless_told_to_replace(tmp_path):
-    executed, gdir = tmp_path / "executed", tmp_path / "golden"
-    executed.mkdir()
-    gdir.mkdir()
-    _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0175"), "final 0.961"])
-    golden_update.update(executed, gdir, reason="first")
+    gdir = _goldens_of(tmp_path, [CLAIM.format(v="0.0175"), "final 0.961"])
     first, second = tmp_path / "first.json", tmp_path / "second.json"
     first.write_text('{"printed": {"lin-x/1/1/1": {"spread": 0.0002}}}')
     golden_update.apply_tolerances(first, gdir, reason="machine A")
@@ -228,11 +230,7 @@ def test_a_second_machine_only_widens_the_tolerances_unless_told_to_replace(tmp_
 
 
 def test_a_spread_measured_before_the_words_of_its_line_changed_is_not_applied(tmp_path):
-    executed, gdir = tmp_path / "executed", tmp_path / "golden"
-    executed.mkdir()
-    gdir.mkdir()
-    _executed(executed / "lin-x.ipynb", ["falls by at least 3 times, ratio 0.0175"])
-    golden_update.update(executed, gdir, reason="first")
+    gdir = _goldens_of(tmp_path, ["falls by at least 3 times, ratio 0.0175"])
     # measured when the line read "falls, ratio 0.0175": its number 0 was the ratio, which
     # is number 1 now (the "3" comes first)
     report = tmp_path / "report.json"

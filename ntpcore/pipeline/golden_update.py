@@ -302,7 +302,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             for line in changed:
                 print(line)
-            print(f"{len(changed)} tolerance(s) changed; review `git diff tests/golden`")
+            skipped = sum(line.endswith("skipped, its words changed") for line in changed)
+            print(
+                f"{len(changed) - skipped} tolerance(s) changed, {skipped} line(s) skipped; "
+                "review `git diff tests/golden`"
+            )
             return 0
         return _print_update(args.executed, args.reason, args.figures, args.golden_dir)
     except GoldenError as exc:

@@ -37,6 +37,7 @@ from scipy.optimize import minimize, minimize_scalar
 from ntpcore.core.logits import ce_excess_grad, context_weights
 from ntpcore.core.validate import as_float_array, as_prob_matrix
 from ntpcore.errors import DataError, SolverError
+from ntpcore.geo.logits import nuclear_norm
 
 
 class _UFM:
@@ -75,7 +76,7 @@ def _objective(
     L: NDArray[np.float64], P: NDArray[np.float64], pi: NDArray[np.float64], lam: float
 ) -> float:
     """Scaled convex objective (CE - H)/lambda + ||L||_*."""
-    return ce_excess_grad(L, P, pi)[0] / lam + float(np.linalg.svd(L, compute_uv=False).sum())
+    return ce_excess_grad(L, P, pi)[0] / lam + nuclear_norm(L)
 
 
 def _line(
@@ -199,7 +200,7 @@ def _residuals(
     """``(CE - H, ||L||_*, opt, align)`` at ``L``: the excess, the nuclear norm and the two
     optimality residuals of the convex problem (0 at a minimiser with ``L != 0``)."""
     exc, G, _ = ce_excess_grad(L, P, pi)
-    nuc = float(np.linalg.svd(L, compute_uv=False).sum())
+    nuc = nuclear_norm(L)
     if not np.isfinite(nuc):
         raise SolverError(f"regularization path diverged at lambda={lam:g}")
     opt = float(np.linalg.norm(G, 2)) / lam - 1.0

@@ -225,6 +225,9 @@ def apply_tolerances(
     data = json.loads(Path(report).read_text())
     rows = data.get("printed", {})
     spreads = {k: v["spread"] for k, v in rows.items() if v.get("spread") is not None}
+    by_line: dict[str, list[str]] = {}  # "fig/cell/line" -> the keys of its numbers
+    for key in spreads:
+        by_line.setdefault(key.rsplit("/", 1)[0], []).append(key)
     changed = []
     for path in sorted(golden_dir.glob("*.txt")):
         fig_id = path.stem
@@ -235,14 +238,10 @@ def apply_tolerances(
                 # a number's key is its position; after a line's words changed (a number
                 # added to a statement) the report's key may name another number of it
                 words = parse_golden_line(line).words
-                stale = [
-                    key
-                    for key in spreads
-                    if key.startswith(f"{fig_id}/{k}/{j}/")
-                    and rows[key].get("words") not in (None, words)
-                ]
-                for key in stale:
-                    del spreads[key]
+                keys = by_line.get(f"{fig_id}/{k}/{j}", [])
+                if any(rows[key].get("words") not in (None, words) for key in keys):
+                    for key in keys:
+                        del spreads[key]
                     changed.append(f"{fig_id}, cell {k}, line {j}: skipped, its words changed")
             new = _golden_text(
                 "\n".join(plain(x) for x in text_lines(text)),

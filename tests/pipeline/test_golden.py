@@ -234,7 +234,10 @@ def test_a_spread_measured_before_the_words_of_its_line_changed_is_not_applied(t
     # measured when the line read "falls, ratio 0.0175": its number 0 was the ratio, which
     # is number 1 now (the "3" comes first)
     report = tmp_path / "report.json"
-    report.write_text('{"printed": {"lin-x/1/1/0": {"spread": 0.0002, "words": "falls, ratio #"}}}')
+    report.write_text(
+        '{"printed": {"lin-x/1/1/0": {"spread": 0.0002, "words": "falls, ratio #"},'
+        ' "lin-x/1/1/1": {"spread": 0.0, "words": "falls, ratio #"}}}'
+    )
     changed = golden_update.apply_tolerances(report, gdir, reason="stale")
     assert changed == ["lin-x, cell 1, line 1: skipped, its words changed"]
     assert "least 3 times, ratio ⟦0.0175 ± 0.0001⟧" in (gdir / "lin-x.txt").read_text()

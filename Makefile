@@ -46,7 +46,7 @@ install: $(STAMP)
 
 # torch first (CPU build unless TORCH_INDEX names another), so that the second install never
 # pulls CUDA wheels.  TORCH_SPEC and TORCH_INDEX are split into separate pip arguments.
-$(STAMP): pyproject.toml requirements/constraints.txt
+$(STAMP): pyproject.toml setup.py ntpcore/att/_steps.c requirements/constraints.txt
 	test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	index='$(TORCH_INDEX)'; \
@@ -58,6 +58,8 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	echo "installing $(TORCH_SPEC)$${index:+ from $$index}"; \
 	$(PY) -m pip install --quiet $(TORCH_SPEC) $${index:+--index-url "$$index"}
 	$(PY) -m pip install --quiet -c requirements/constraints.txt -e ".[book,test]"
+	$(PY) -c "from ntpcore.att import compiled as c; \
+	  print('attention descent steps:', 'compiled' if c.available() else 'numpy (' + c.unavailable_reason() + ')')"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ntp-companion)" >/dev/null
 	touch $@
 
@@ -105,7 +107,7 @@ golden: $(STAMP)
 # The quick profile under several floating-point configurations, each from an empty cache:
 # spreads of every printed number, claim and figure, each run checked against the goldens
 # (results/reproducibility/report.json, shown on the book's Reproducibility page).
-REPRO ?= native numpy-avx2 numpy-baseline openblas-nehalem openblas-sandybridge \
+REPRO ?= native numpy-kernels numpy-avx2 numpy-baseline openblas-nehalem openblas-sandybridge \
          openblas-haswell openblas-skylakex threads-2 torch-avx2 torch-default \
          mkl-compatible sandybridge-baseline
 reproducibility: $(STAMP)

@@ -4,7 +4,9 @@ problems (trials): the hot path of the ``att`` experiments.
 GD:  :math:`W \leftarrow W - \eta \nabla L(W)`; NGD: :math:`W \leftarrow W - \eta \nabla L(W) /
 (\|\nabla L(W)\|_F + \varepsilon)` (the paper's experiments), with the closed-form gradients
 of :mod:`ntpcore.att.dynamics`.  :func:`descend` is the fast loop (precomputed products, one
-batch, chunked metrics); :func:`run_descent` its interface for the figures.
+batch, chunked metrics), its steps taken by the compiled extension
+(:mod:`ntpcore.att.compiled`) where it was built, else by the numpy kernel below (the same
+steps, equal to rounding); :func:`run_descent` is its interface for the figures.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ntpcore.att import compiled
 from ntpcore.att.dynamics import AttentionProblem, attention_weights, loss_grad
 from ntpcore.errors import DataError
 
@@ -136,6 +139,7 @@ class _Kernel:
         elif P.head == "general":
             A = np.matmul(X, np.swapaxes(P.E[:G], -1, -2)[:, None])  # (G, n, T, K)
             K = A.shape[-1]
+            self.A_seq = A.reshape(G, N, K)  # per position: the compiled steps' layout
             eye = np.eye(n)
             # block-diagonal over sequences: (G, n T, n K) and (G, n K, n T T)
             self.A = np.ascontiguousarray(
@@ -360,9 +364,11 @@ def descend(
     NGD: :math:`W \leftarrow W - \eta \nabla L(W) / (\|\nabla L(W)\|_F + \varepsilon)`
     (the paper's experiments; :math:`\|W\|` grows at most :math:`\eta` per step).
 
-    The gradient is that of :func:`loss_grad` (equal to rounding), computed by
-    :class:`_Kernel` for the identity log-loss and the general head; the identity squared
-    loss runs :func:`loss_grad` itself.  Only the recorded quantities are stored: the
+    The gradient is that of :func:`loss_grad` (equal to rounding), computed for the identity
+    log-loss and the general head by the compiled steps (:mod:`ntpcore.att.compiled`, many
+    steps per call) or, where they are not built or ``NTP_COMPILED=0``, by
+    :class:`_Kernel`, one step per call; the identity squared loss runs :func:`loss_grad`
+    itself.  Only the recorded quantities are stored: the
     exponentiated scores of a recorded step are written where the attention and the loss are
     read from, and both are formed after the loop (or after each chunk).
 
@@ -444,6 +450,11 @@ def descend(
         else:
             on_chunk(res)
 
+    if (P.head, P.loss) != ("identity", "squared") and compiled.available():
+        _loop_compiled(W0, ker, P, eta, steps, n_steps, traj, traj_rows, erec, e_rows, C, flush)
+        if on_chunk is not None:
+            return Descent(steps, None)
+        return chunks[0]
     # the slots' views, made once (the buffers are reused chunk after chunk)
     W_slots = [traj_rows[:, :, k] for k in range(C + 1)] if every else None
     e_slots = [e_rows[:, :, k] for k in range(C)] if keep_e else None
@@ -486,6 +497,86 @@ def descend(
     if on_chunk is not None:
         return Descent(steps, None)
     return chunks[0]
+
+
+def _loop_compiled(W0, ker, P, eta, steps, n_steps, traj, traj_rows, erec, e_rows, C, flush):
+    """The loop of :func:`descend` on the compiled steps (:mod:`ntpcore.att.compiled`), for
+    the identity log-loss and the general head: the steps between two events (a recorded
+    step when not every step is recorded, a full chunk, a check of the shift bound every
+    ``_CHUNK`` steps) in one call, the records written in place.
+
+    Same records, chunks and shift rule as the numpy loop; the gradient at step 0, which
+    gives the runs that start at a stationary point step size 0, comes from the numpy
+    kernel.  ``eta`` (G, R, 1) is the loop's copy of the step sizes."""
+    B, p = P.batch, P.d * P.d
+    G, R = ker.shape[:2]
+    N = ker.F.shape[1]
+    normalized = ker.normalized
+    Wk = np.array(W0.reshape(B, p), dtype=np.float64, order="C", copy=True)
+    rows = Wk.reshape(R, G, p).swapaxes(0, 1)  # (G, R, p): the numpy kernel's layout
+    forward, grad = ker.closures()
+    if normalized:
+        g = grad(rows, None, ker.needs_shift(rows))
+        gnorm = np.sqrt(np.matmul(g * g, np.ones(p)))[..., None]
+        _freeze_stationary(eta, rows, gnorm, ker.grad_bound)
+    eta_b = eta.swapaxes(0, 1).reshape(B)  # problem r G + g
+    common = (
+        ker.F,
+        P.bias.reshape(B, N),
+        P.weight if normalized else P.weight * eta_b[:, None],  # GD: eta folded in
+        eta_b if normalized else np.zeros(B),
+    )
+    if P.head == "identity":
+        label = P.label_pos[:G].reshape(G, N)
+        data = compiled.StepData(
+            *common, eps=ker.eps, normalized=normalized, label=label, tiny=_TINY
+        )
+    else:
+        data = compiled.StepData(
+            *common,
+            eps=ker.eps,
+            normalized=normalized,
+            A=ker.A_seq,
+            onehot=ker.onehot[:, 0],
+            ce=ker.ce.swapaxes(0, 1).reshape(B) != 0,
+            shift_u=ker.shift_u,
+        )
+    every = len(steps) == n_steps + 1
+    rec_steps, S = steps.tolist(), len(steps)
+    keep_e = erec is not None
+    r = base = tau = next_check = 0
+    shift = True
+    while True:
+        if tau == next_check:
+            shift = ker.needs_shift(rows)
+            next_check += _CHUNK
+        slot = r - base
+        rec = r < S and rec_steps[r] == tau
+        if rec:
+            traj[:, slot] = Wk
+            r += 1
+        if tau == n_steps:
+            if keep_e and rec:
+                forward(rows, e_rows[:, :, slot], shift)
+            break
+        k = min(next_check, n_steps) - tau  # steps tau .. tau + k - 1 in one call
+        if every:  # each step recorded: W after it in the next slot, its scores in this one
+            k = min(k, C - slot)
+            W_out = traj[:, slot + 1 : slot + 1 + k]
+            e_out = erec[:, slot : slot + k] if keep_e else None
+            r += k - 1
+        else:  # up to the next recorded step; the scores of this one if it is recorded
+            if r < S:
+                k = min(k, rec_steps[r] - tau)
+            W_out = None
+            e_out = erec[:, slot : slot + 1] if (rec and keep_e) else None
+        compiled.steps(data, Wk, k, W_out, e_out, shift)
+        tau += k
+        if r - base == C:  # the chunk is full: hand it over
+            flush(base, C)
+            base = r
+    if r > base:
+        flush(base, r - base)
 
 
 def _select(P: AttentionProblem, sel) -> AttentionProblem:

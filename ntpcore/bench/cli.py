@@ -35,6 +35,7 @@ import sys
 import time
 from typing import Any
 
+from ntpcore.att import compiled as att_compiled
 from ntpcore.bench.paired import bench_paired
 from ntpcore.bench.pipeline import bench_pipeline, bench_runs
 from ntpcore.bench.solvers import PROBLEMS, bench_solvers, plot_solvers
@@ -81,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
             "cpus": os.cpu_count(),
             "processor": platform.processor(),
             "gpu": gpu_name(),
+            # the attention experiments' steps: compiled extension, or numpy and why
+            "att_steps": "compiled"
+            if att_compiled.available()
+            else att_compiled.unavailable_reason(),
         },
         "versions": versions(),
         "git": git_state(),

@@ -8,6 +8,9 @@ reference formulation (:mod:`ntpcore.bench.reference`), timed in the same ``make
 Every run is *cold*: a fresh child process that imports the libraries (numpy, scipy, torch,
 cvxpy and the project's modules, untimed), then times one call -- first-call costs included,
 the computation cache of :mod:`ntpcore.pipeline.cache` bypassed (``__wrapped__``).  The
+project's attention runs take their steps in the compiled extension
+(:mod:`ntpcore.att.compiled`), compiled at install: its import loads a shared library, and
+nothing is compiled at run time.  The
 children run one after another, reference and project alternating, on one thread
 (``OMP_NUM_THREADS=1``, ``torch.set_num_threads(1)``); the timings are CPU seconds of the
 child (``time.process_time``, robust on a loaded machine) with the wall seconds beside them.

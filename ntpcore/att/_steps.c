@@ -78,6 +78,28 @@ static inline void update(double *restrict Wb, const double *restrict g, int64_t
     }
 }
 
+/* The exponentiated scores of one problem into z (shifted by each sequence's maximum when
+ * shift), copied to rec when it is not NULL. */
+static inline void exp_scores(const double *restrict Wb, const double *restrict FTk,
+                              const double *restrict bb, double *restrict z, int64_t N,
+                              int64_t p, int64_t n, int shift, double *rec)
+{
+    scores(Wb, FTk, bb, z, N, p);
+    if (shift) shift_by_max(z, n, N / n);
+    for (int64_t t = 0; t < N; t++) z[t] = exp(z[t]);
+    if (rec) memcpy(rec, z, N * sizeof(double));
+}
+
+/* The step from dl/dz: gradient, update, W after it copied to rec when it is not NULL. */
+static inline void take_step(double *restrict Wb, const double *restrict dz,
+                             const double *restrict Fk, double *restrict g, int64_t N,
+                             int64_t p, int normalized, double eta, double eps, double *rec)
+{
+    grad_rows(dz, Fk, g, N, p);
+    update(Wb, g, p, normalized, eta, eps);
+    if (rec) memcpy(rec, Wb, p * sizeof(double));
+}
+
 /* Identity head, log-loss: advance every problem of W (B, p) by n_steps steps, in place.
  *
  * W_out (when not NULL): W after step j at W_out + b*wo_b + j*wo_j;
@@ -109,10 +131,8 @@ int ntp_identity_log_steps(int64_t B, int64_t G, int64_t n, int64_t N, int64_t p
         const double *restrict bb = bias + b * N;
         const double *restrict wb = w + b * n;
         for (int64_t j = 0; j < n_steps; j++) {
-            scores(Wb, FTk, bb, z, N, p);
-            if (shift) shift_by_max(z, n, T);
-            for (int64_t t = 0; t < N; t++) z[t] = exp(z[t]);
-            if (j < n_e) memcpy(e_out + b * eo_b + j * eo_j, z, N * sizeof(double));
+            double *rec = j < n_e ? e_out + b * eo_b + j * eo_j : NULL;
+            exp_scores(Wb, FTk, bb, z, N, p, n, shift, rec);
             for (int64_t i = 0; i < n; i++) {
                 double zl = 0.0, zn = 0.0;
                 for (int64_t t = i * T; t < (i + 1) * T; t++) {
@@ -125,9 +145,8 @@ int ntp_identity_log_steps(int64_t B, int64_t G, int64_t n, int64_t N, int64_t p
                 for (int64_t t = i * T; t < (i + 1) * T; t++)
                     dz[t] = z[t] * (lab[t] != 0.0 ? on : off);
             }
-            grad_rows(dz, Fk, g, N, p);
-            update(Wb, g, p, normalized, eta[b], eps);
-            if (W_out) memcpy(W_out + b * wo_b + j * wo_j, Wb, p * sizeof(double));
+            take_step(Wb, dz, Fk, g, N, p, normalized, eta[b], eps,
+                      W_out ? W_out + b * wo_b + j * wo_j : NULL);
         }
     }
     return 0;
@@ -165,10 +184,8 @@ int ntp_general_steps(int64_t B, int64_t G, int64_t n, int64_t N, int64_t p, int
         const double *restrict yk = onehot + k * n * K;
         const double *restrict bb = bias + b * N;
         for (int64_t j = 0; j < n_steps; j++) {
-            scores(Wb, FTk, bb, z, N, p);
-            if (shift) shift_by_max(z, n, T);
-            for (int64_t t = 0; t < N; t++) z[t] = exp(z[t]);
-            if (j < n_e) memcpy(e_out + b * eo_b + j * eo_j, z, N * sizeof(double));
+            double *rec = j < n_e ? e_out + b * eo_b + j * eo_j : NULL;
+            exp_scores(Wb, FTk, bb, z, N, p, n, shift, rec);
             for (int64_t i = 0; i < n; i++) {
                 const int64_t t0 = i * T;
                 double Zs = 0.0;
@@ -221,9 +238,8 @@ int ntp_general_steps(int64_t B, int64_t G, int64_t n, int64_t N, int64_t p, int
                     dz[t] = s[t] * (gg[t] * m - q);
                 }
             }
-            grad_rows(dz, Fk, g, N, p);
-            update(Wb, g, p, normalized, eta[b], eps);
-            if (W_out) memcpy(W_out + b * wo_b + j * wo_j, Wb, p * sizeof(double));
+            take_step(Wb, dz, Fk, g, N, p, normalized, eta[b], eps,
+                      W_out ? W_out + b * wo_b + j * wo_j : NULL);
         }
     }
     return 0;

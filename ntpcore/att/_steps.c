@@ -17,6 +17,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -26,8 +27,6 @@
 #define NTP_CLONES
 #endif
 
-#define NTP_MAX_N 4096  /* positions per problem (n T) */
-#define NTP_MAX_P 4096  /* d^2 */
 
 /* z = bias + vec(W) F^T for one problem (accumulated over q). */
 static inline void scores(const double *restrict Wb, const double *restrict FTk,
@@ -107,8 +106,8 @@ static inline void take_step(double *restrict Wb, const double *restrict dz,
  * bias (B, N) 0 or -inf; label (G, N) 1.0 on the label's positions; w (B, n) sample
  * weights (times eta for plain GD); eta (B,) normalized-GD step sizes; shift: subtract each
  * sequence's maximum before exp, and floor the label mass at tiny.
- * dl/dz_t = w e_t / Z off the label, -w e_t Z_n / (Z_l Z) on it.  Returns 0, or -1 when a
- * size exceeds the buffers. */
+ * dl/dz_t = w e_t / Z off the label, -w e_t Z_n / (Z_l Z) on it.  Returns 0; -1 on
+ * inconsistent sizes (nothing changed), -2 when the buffers cannot be allocated. */
 NTP_CLONES
 int ntp_identity_log_steps(int64_t B, int64_t G, int64_t n, int64_t N, int64_t p,
                            int64_t n_steps, double *W, double *W_out, int64_t wo_b,
@@ -118,12 +117,15 @@ int ntp_identity_log_steps(int64_t B, int64_t G, int64_t n, int64_t N, int64_t p
                            const double *w, const double *eta, double eps, int normalized,
                            int shift, double tiny)
 {
-    if (N > NTP_MAX_N || p > NTP_MAX_P || n <= 0 || N % n) return -1;
+    if (n <= 0 || N % n) return -1;
+    for (int64_t b = 0; b < B; b++)
+        if (ds[b] < 0 || ds[b] >= G) return -1;
     const int64_t T = N / n;
-    double z[NTP_MAX_N], dz[NTP_MAX_N], g[NTP_MAX_P];
+    double *buf = malloc((2 * N + p) * sizeof(double));
+    if (!buf) return -2;
+    double *z = buf, *dz = buf + N, *g = buf + 2 * N;
     for (int64_t b = 0; b < B; b++) {
         const int64_t k = ds[b];
-        if (k < 0 || k >= G) return -1;
         double *restrict Wb = W + b * p;
         const double *restrict Fk = F + k * N * p;
         const double *restrict FTk = FT + k * p * N;
@@ -149,6 +151,7 @@ int ntp_identity_log_steps(int64_t B, int64_t G, int64_t n, int64_t N, int64_t p
                       W_out ? W_out + b * wo_b + j * wo_j : NULL);
         }
     }
+    free(buf);
     return 0;
 }
 
@@ -160,7 +163,7 @@ int ntp_identity_log_steps(int64_t B, int64_t G, int64_t n, int64_t N, int64_t p
  * dl/du = (p - 1_y) (w_ce + 2 w (1 - p_y) p_y) with w_ce (B, n) = w on cross-entropy
  * problems, 0 else, and w_sq (B, n) = 2 w on squared-loss problems, 0 else; shift_u:
  * subtract each sequence's largest logit before exp.  With g_t = sum_k A_tk dl/du_k,
- * dl/dz_t = s_t (g_t m_t - sum_{u != t} s_u g_u), m_t = sum_{u != t} s_u. */
+ * dl/dz_t = s_t (g_t m_t - sum_{u != t} s_u g_u), m_t = sum_{u != t} s_u.  Returns as above. */
 NTP_CLONES
 int ntp_general_steps(int64_t B, int64_t G, int64_t n, int64_t N, int64_t p, int64_t K,
                       int64_t n_steps, double *W, double *W_out, int64_t wo_b, int64_t wo_j,
@@ -170,13 +173,16 @@ int ntp_general_steps(int64_t B, int64_t G, int64_t n, int64_t N, int64_t p, int
                       const double *w, const double *w_ce, const double *w_sq, int all_ce,
                       const double *eta, double eps, int normalized, int shift, int shift_u)
 {
-    if (N > NTP_MAX_N || p > NTP_MAX_P || n <= 0 || N % n || n * K > NTP_MAX_N) return -1;
+    if (n <= 0 || N % n || K <= 0) return -1;
+    for (int64_t b = 0; b < B; b++)
+        if (ds[b] < 0 || ds[b] >= G) return -1;
     const int64_t T = N / n;
-    double z[NTP_MAX_N], s[NTP_MAX_N], dz[NTP_MAX_N], gg[NTP_MAX_N], g[NTP_MAX_P];
-    double du[NTP_MAX_N];
+    double *buf = malloc((4 * N + n * K + p) * sizeof(double));
+    if (!buf) return -2;
+    double *z = buf, *s = buf + N, *dz = buf + 2 * N, *gg = buf + 3 * N;
+    double *du = buf + 4 * N, *g = buf + 4 * N + n * K;
     for (int64_t b = 0; b < B; b++) {
         const int64_t k = ds[b];
-        if (k < 0 || k >= G) return -1;
         double *restrict Wb = W + b * p;
         const double *restrict Fk = F + k * N * p;
         const double *restrict FTk = FT + k * p * N;
@@ -242,6 +248,7 @@ int ntp_general_steps(int64_t B, int64_t G, int64_t n, int64_t N, int64_t p, int
                       W_out ? W_out + b * wo_b + j * wo_j : NULL);
         }
     }
+    free(buf);
     return 0;
 }
 

@@ -169,5 +169,7 @@ def steps(data: StepData, W: np.ndarray, n_steps: int, W_out=None, e_out=None, s
             _ptr(d.w_ce), _ptr(d.w_sq), int(d.all_ce), _ptr(d.eta), d.eps, int(d.normalized),
             int(bool(shift)), int(d.shift_u),
         )  # fmt: skip
+    if rc == -2:
+        raise MemoryError(f"the compiled steps' buffers (n T = {N}, d^2 = {p})")
     if rc != 0:
-        raise DataError(f"problem too large for the compiled steps (n T = {N}, d^2 = {p})")
+        raise DataError(f"inconsistent sizes for the compiled steps (n = {n}, n T = {N})")

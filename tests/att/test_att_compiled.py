@@ -151,14 +151,16 @@ def test_bad_inputs_raise():
         compiled.steps(data, np.zeros((G, d * d)), 1, e_out=np.zeros((G, 2, n * T)))
     with pytest.raises(DataError, match="inconsistent"):
         compiled.StepData(F, bias[:1], w, np.ones(G), eps=0.0, normalized=True, label=label)
-    big = compiled.StepData(
-        np.zeros((1, 5000, 1)),
-        np.zeros((1, 5000)),
-        np.ones((1, 1)),
-        np.ones(1),
-        eps=0.0,
-        normalized=True,
-        label=np.zeros((1, 5000), bool),
-    )
-    with pytest.raises(DataError, match="too large"):
-        compiled.steps(big, np.zeros((1, 1)), 1)
+    data.ds[0] = G  # a dataset index out of range: refused before any step
+    W = np.ones((G, d * d))
+    with pytest.raises(DataError, match="inconsistent sizes"):
+        compiled.steps(data, W, 3)
+    assert np.all(W == 1.0)
+
+
+def test_large_problems_run(monkeypatch):
+    """No size limit: d = 70 (d^2 = 4900 entries) agrees with the numpy loop."""
+    P, rng = _identity_problem(4, B=2, n=2, T=3, K=4, d=70)
+    W0 = 0.1 * rng.standard_normal((2, 70, 70))
+    a, b = _both(monkeypatch, W0, P, eta=0.01, n_steps=5, loss=True)
+    _close(a.W, b.W)

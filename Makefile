@@ -46,7 +46,8 @@ install: $(STAMP)
 
 # torch first (CPU build unless TORCH_INDEX names another), so that the second install never
 # pulls CUDA wheels.  TORCH_SPEC and TORCH_INDEX are split into separate pip arguments.
-$(STAMP): pyproject.toml setup.py ntpcore/att/_steps.c requirements/constraints.txt
+$(STAMP): pyproject.toml setup.py ntpcore/att/_steps.c ntpcore/geo/train/_adamw.c \
+          requirements/constraints.txt
 	test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	index='$(TORCH_INDEX)'; \
@@ -58,8 +59,9 @@ $(STAMP): pyproject.toml setup.py ntpcore/att/_steps.c requirements/constraints.
 	echo "installing $(TORCH_SPEC)$${index:+ from $$index}"; \
 	$(PY) -m pip install --quiet $(TORCH_SPEC) $${index:+--index-url "$$index"}
 	$(PY) -m pip install --quiet -c requirements/constraints.txt -e ".[book,test]"
-	$(PY) -c "from ntpcore.att import compiled as c; \
-	  print('attention descent steps:', 'compiled' if c.available() else 'numpy (' + c.unavailable_reason() + ')')"
+	$(PY) -c "from ntpcore.att import compiled as c; from ntpcore.geo.train import numpy_ufm as u; \
+	  print('attention descent steps:', 'compiled' if c.available() else 'numpy (' + c.unavailable_reason() + ')'); \
+	  print('UFM AdamW step:', u.adamw_kernel())"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ntp-companion)" >/dev/null
 	touch $@
 

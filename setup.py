@@ -1,21 +1,24 @@
-"""Build of the one compiled extension, ``ntpcore.att._steps`` (the attention experiments'
-descent steps, :mod:`ntpcore.att.compiled`); everything else is in ``pyproject.toml``.
+"""Build of the compiled extensions (:mod:`ntpcore.core.native`): ``ntpcore.att._steps``,
+the attention experiments' descent steps (:mod:`ntpcore.att.compiled`), and
+``ntpcore.geo.train._adamw``, the numpy UFM trainer's AdamW step; everything else is in
+``pyproject.toml``.
 
-The extension is optional: without a C compiler the install goes on and
-:mod:`ntpcore.att.descent` runs its numpy loop (the same results to rounding).
-``-ffp-contract=off``: no fused multiply-adds, so that every CPU computes the same bits.
+Both are optional: without a C compiler the install goes on and the code runs its numpy
+(or torch) path instead (the same results to rounding).  ``-ffp-contract=off``: no fused
+multiply-add but the ones the source writes, so that every CPU computes the same bits;
+``-fno-math-errno``: ``sqrt`` without ``errno`` (vectorised; the values are the same).
 """
 
 from setuptools import Extension, setup
 
+FLAGS = ["-O3", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno"]
+
 setup(
     ext_modules=[
-        Extension(
-            "ntpcore.att._steps",
-            ["ntpcore/att/_steps.c"],
-            extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math"],
-            libraries=["m"],
-            optional=True,
-        )
+        Extension(name, [source], extra_compile_args=FLAGS, libraries=["m"], optional=True)
+        for name, source in [
+            ("ntpcore.att._steps", "ntpcore/att/_steps.c"),
+            ("ntpcore.geo.train._adamw", "ntpcore/geo/train/_adamw.c"),
+        ]
     ]
 )

@@ -885,14 +885,14 @@ def _machine_line(data: dict) -> str:
     limit_text = f", each solve limited to {_dur(limit)}" if limit else ""
     wall = data.get("bench_wall_time_s")
     wall_text = f"; the run took {_dur(wall)}" if wall else ""
-    steps = machine.get("att_steps")
+    steps, adamw = machine.get("att_steps"), machine.get("ufm_adamw")
     steps_text = (
         ""
         if steps is None
         else ", attention steps compiled"
         if steps == "compiled"
         else f", attention steps on numpy ({steps})"
-    )
+    ) + (f", UFM AdamW step {adamw}" if adamw else "")
     return (
         f"Measured on `{machine.get('platform', '?')}` with {machine.get('cpus', '?')} "
         f"CPU(s), {gpu_text}{steps_text}, commit `{(git.get('commit') or '-')[:10]}`"

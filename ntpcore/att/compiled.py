@@ -4,8 +4,9 @@ r"""The compiled descent steps of ``ntpcore/att/_steps.c``, called through :mod:
 (``pip install -e .`` compiles it; it is optional) and ``NTP_COMPILED`` is not ``0``:
 many steps of every problem of the batch per call, instead of one numpy call per
 operation and step.  The arithmetic is that of the numpy kernel
-(:class:`ntpcore.att.descent._Kernel`) summed in a fixed order, so the compiled steps give
-the same bits on every x86-64 CPU and agree with numpy's BLAS products to rounding
+(:class:`ntpcore.att.descent._Kernel`), each sum in a fixed order and no fused multiply-add,
+so the vector width of the CPU does not change a bit, and it agrees with numpy's BLAS
+products to rounding
 (``tests/att/test_att_compiled.py``); ``NTP_COMPILED=0`` runs the numpy loop instead
 (the *numpy-kernels* configuration of :mod:`ntpcore.pipeline.reproducibility`).
 """
@@ -13,11 +14,10 @@ the same bits on every x86-64 CPU and agree with numpy's BLAS products to roundi
 from __future__ import annotations
 
 import ctypes
-import importlib.util
-import os
 
 import numpy as np
 
+from ntpcore.core import native
 from ntpcore.errors import DataError
 
 __all__ = ["StepData", "available", "steps", "unavailable_reason"]
@@ -25,35 +25,26 @@ __all__ = ["StepData", "available", "steps", "unavailable_reason"]
 _I64, _F64, _PTR, _INT = ctypes.c_int64, ctypes.c_double, ctypes.c_void_p, ctypes.c_int
 
 
-def _load():
-    """The shared library, or the reason it cannot be used."""
-    try:
-        spec = importlib.util.find_spec("ntpcore.att._steps")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.origin:
-        return None, "the extension ntpcore.att._steps was not built (no C compiler at install?)"
-    try:
-        lib = ctypes.CDLL(spec.origin)
-    except OSError as exc:
-        return None, f"the extension {spec.origin} could not be loaded: {exc}"
-    records = [_PTR, _PTR, _I64, _I64, _PTR, _I64, _I64, _I64]  # W, W_out.., e_out.., n_e
-    fn = lib.ntp_identity_log_steps
-    fn.restype = _INT
-    fn.argtypes = [_I64] * 6 + records + [_PTR] * 7 + [_F64, _INT, _INT, _F64]
-    fn = lib.ntp_general_steps
-    fn.restype = _INT
-    fn.argtypes = [_I64] * 7 + records + [_PTR] * 9 + [_INT, _PTR, _F64, _INT, _INT, _INT]
-    return lib, ""
-
-
-_LIB, _REASON = _load()
+_RECORDS = [_PTR, _PTR, _I64, _I64, _PTR, _I64, _I64, _I64]  # W, W_out.., e_out.., n_e
+_LIB, _REASON = native.load(
+    "ntpcore.att._steps",
+    {
+        "ntp_identity_log_steps": (
+            _INT,
+            [_I64] * 6 + _RECORDS + [_PTR] * 7 + [_F64, _INT, _INT, _F64],
+        ),
+        "ntp_general_steps": (
+            _INT,
+            [_I64] * 7 + _RECORDS + [_PTR] * 9 + [_INT, _PTR, _F64, _INT, _INT, _INT],
+        ),
+    },
+)
 
 
 def available() -> bool:
     """Whether :func:`ntpcore.att.descent.descend` uses the compiled steps: the extension is
     built and ``NTP_COMPILED`` is not ``0``."""
-    return _LIB is not None and os.environ.get("NTP_COMPILED", "1") != "0"
+    return _LIB is not None and native.enabled()
 
 
 def unavailable_reason() -> str:

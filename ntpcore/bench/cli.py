@@ -41,6 +41,7 @@ from ntpcore.bench.pipeline import bench_pipeline, bench_runs
 from ntpcore.bench.solvers import PROBLEMS, bench_solvers, plot_solvers
 from ntpcore.bench.trainers import bench_trainers, gpu_name
 from ntpcore.core.io import write_text_atomic
+from ntpcore.geo.train.numpy_ufm import adamw_kernel
 from ntpcore.pipeline import paths
 from ntpcore.pipeline.provenance import git_state, versions
 
@@ -86,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             "att_steps": "compiled"
             if att_compiled.available()
             else att_compiled.unavailable_reason(),
+            "ufm_adamw": adamw_kernel(),  # compiled, torch or numpy
         },
         "versions": versions(),
         "git": git_state(),

@@ -8,9 +8,9 @@ reference formulation (:mod:`ntpcore.bench.reference`), timed in the same ``make
 Every run is *cold*: a fresh child process that imports the libraries (numpy, scipy, torch,
 cvxpy and the project's modules, untimed), then times one call -- first-call costs included,
 the computation cache of :mod:`ntpcore.pipeline.cache` bypassed (``__wrapped__``).  The
-project's attention runs take their steps in the compiled extension
-(:mod:`ntpcore.att.compiled`), compiled at install: its import loads a shared library, and
-nothing is compiled at run time.  The
+project's attention runs take their steps, and its UFM run its AdamW steps, in compiled
+extensions (:mod:`ntpcore.core.native`), compiled at install: their import loads a shared
+library, and nothing is compiled at run time.  The
 children run one after another, reference and project alternating, on one thread
 (``OMP_NUM_THREADS=1``, ``torch.set_num_threads(1)``); the timings are CPU seconds of the
 child (``time.process_time``, robust on a loaded machine) with the wall seconds beside them.
@@ -28,7 +28,7 @@ att_local
     :func:`ntpcore.bench.reference.local`.  Target 100x.
 ufm
     :func:`ntpcore.geo.train.numpy_ufm.train_ufm_numpy` (float64, distinct contexts,
-    closed-form gradient, fused AdamW) against :func:`ntpcore.bench.reference.ufm` (float32,
+    closed-form gradient, compiled AdamW step) against :func:`ntpcore.bench.reference.ufm` (float32,
     the ``n`` samples, autograd, ``torch.optim.AdamW``), 30k epochs on the synthetic set.
     Target 10x.  The
     statistics are compared with the reference run in float64 (one more, untimed, child):

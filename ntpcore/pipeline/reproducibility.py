@@ -22,9 +22,9 @@ configuration               environment
                             same AVX-512 can differ; capping the instructions does not show
                             it, this path does
 ``sandybridge-baseline``    OpenBLAS Sandybridge and numpy at baseline together
-``numpy-kernels``           the attention descents on the numpy loop instead of the compiled
-                            steps (``NTP_COMPILED=0``: what a machine without a C compiler
-                            at install runs)
+``numpy-kernels``           the compiled extensions off (``NTP_COMPILED=0``): the attention
+                            descents on numpy, the UFM's AdamW by torch (what a machine
+                            without a C compiler at install runs)
 ==========================  ===============================================================
 
 ``python -m ntpcore.pipeline.reproducibility`` (``make reproducibility``) runs the quick
@@ -147,7 +147,7 @@ CONFIGS: dict[str, Config] = {
         ),
         Config("torch-default", {"ATEN_CPU_CAPABILITY": "default"}, "torch's scalar kernels"),
         Config("mkl-compatible", {"MKL_CBWR": "COMPATIBLE"}, "MKL's vendor-neutral path"),
-        Config("numpy-kernels", {"NTP_COMPILED": "0"}, "attention descents on numpy"),
+        Config("numpy-kernels", {"NTP_COMPILED": "0"}, "compiled extensions off"),
         Config(
             "sandybridge-baseline",
             {"OPENBLAS_CORETYPE": "Sandybridge", "NPY_DISABLE_CPU_FEATURES": _NPY_BASE},

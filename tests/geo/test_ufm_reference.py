@@ -42,7 +42,9 @@ def test_ufm_equals_the_per_sample_reference_in_float64(synth):
 def test_fused_kernel_and_unshifted_logits_change_nothing_but_rounding(synth, monkeypatch):
     cfg = _cfg(n_epochs=300)
     fast = gt.train_ufm_numpy(synth, cfg, progress=False)
-    monkeypatch.delattr(torch, "_fused_adamw_")  # the numpy AdamW
+    monkeypatch.setenv("NTP_COMPILED", "0")  # not the compiled AdamW ...
+    monkeypatch.delattr(torch, "_fused_adamw_")  # ... nor torch's fused one: the numpy AdamW
+    assert numpy_ufm.adamw_kernel() == "numpy"
     monkeypatch.setattr(numpy_ufm, "_UFM_NO_SHIFT", -1.0)  # every epoch shifts its logits
     slow = gt.train_ufm_numpy(synth, cfg, progress=False)
     for k in (*KEYS, "W_final", "H_final"):

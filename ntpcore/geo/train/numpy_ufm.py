@@ -1,10 +1,13 @@
 r"""The UFM trained in float64 with numpy [geo, Sec. 3]: the closed-form gradient
 :math:`\nabla_W = G H^\top`, :math:`\nabla_H = W^\top G`, :math:`G = (Q(L) - P)\,\mathrm{diag}(n_j)`
-and an AdamW step identical to ``torch.optim.AdamW`` (no autograd, no tensor overhead).
+and an AdamW step with the arithmetic of ``torch.optim.AdamW`` (no autograd, no tensor
+overhead): compiled where the extension was built (:func:`adamw_kernel`), else torch's fused
+kernel, else numpy.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
 import time
@@ -15,12 +18,13 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from ntpcore.core import native
 from ntpcore.core.io import atomic_path
 from ntpcore.errors import DataError
 from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.train.protocol import Recorder, TrainerConfig, epoch_bar, lr_at, record_epochs
 
-__all__ = ["init_ufm_state", "train_ufm_numpy"]
+__all__ = ["adamw_kernel", "init_ufm_state", "train_ufm_numpy"]
 
 
 def init_ufm_state(ds: ContextDataset, cfg: TrainerConfig) -> NDArray[np.float64]:
@@ -35,14 +39,47 @@ _UFM_NO_SHIFT = 600.0  # logits within +-600: exp needs no shift (no product of 
 _UFM_CHECK = 64  # epochs between two checks of that bound
 
 
+_ADAMW_LIB, _ADAMW_REASON = native.load(
+    "ntpcore.geo.train._adamw",
+    {"ntp_adamw": (None, [ctypes.c_int64] + [ctypes.c_void_p] * 4 + [ctypes.c_double] * 7)},
+)
+
+
+def adamw_kernel() -> str:
+    """Which AdamW step :func:`train_ufm_numpy` takes: ``"compiled"`` (the extension
+    ``ntpcore/geo/train/_adamw.c``), ``"torch"`` (torch's fused kernel) or ``"numpy"``."""
+    if _ADAMW_LIB is not None and native.enabled():
+        return "compiled"
+    return "torch" if getattr(torch, "_fused_adamw_", None) is not None else "numpy"
+
+
 def _adamw(theta, grad, mom, vel, t: int, wd: float, b1: float, b2: float, eps: float):
     """In-place AdamW on a flat float64 parameter vector, with the arithmetic of
     ``torch.optim.AdamW`` (amsgrad=False): returns ``step(lr)``, which takes step ``t + 1``
-    from the gradient in ``grad`` -- one fused pass of torch's AdamW kernel over the arrays
-    (shared with numpy, no copies), or the same update in numpy where that kernel is
-    missing."""
-    fused = getattr(torch, "_fused_adamw_", None)
-    if fused is not None:
+    from the gradient in ``grad`` -- one pass of the compiled extension over the arrays
+    (:func:`adamw_kernel`; the fused multiply-adds of torch's fused kernel), else one fused
+    pass of torch's AdamW kernel (arrays shared with numpy, no copies), else the same update
+    in numpy."""
+    kind = adamw_kernel()
+    if kind == "compiled":
+        fn, n = _ADAMW_LIB.ntp_adamw, theta.size
+        for a in (theta, grad, mom, vel):
+            if a.dtype != np.float64 or not a.flags.c_contiguous or a.size != n:
+                raise DataError("AdamW state must be contiguous float64 vectors of one size")
+        ptrs = [a.ctypes.data for a in (theta, grad, mom, vel)]
+        state = [t]
+
+        def compiled_step(lr: float) -> None:
+            state[0] += 1
+            k = state[0]
+            fn(
+                n, *ptrs, 1.0 - lr * wd, b2, 1.0 - b1, 1.0 - b2, eps,
+                lr / (1.0 - b1**k), math.sqrt(1.0 - b2**k),
+            )  # fmt: skip
+
+        return compiled_step
+    if kind == "torch":
+        fused = torch._fused_adamw_
         count = np.array([float(t)])  # the step count, shared with the kernel
         kernel = functools.partial(
             fused,

@@ -62,14 +62,14 @@ def _adamw(theta, grad, mom, vel, t: int, wd: float, b1: float, b2: float, eps: 
     in numpy."""
     kind = adamw_kernel()
     if kind == "compiled":
-        fn, n = _ADAMW_LIB.ntp_adamw, theta.size
-        for a in (theta, grad, mom, vel):
+        fn, n, arrays = _ADAMW_LIB.ntp_adamw, theta.size, (theta, grad, mom, vel)
+        for a in arrays:
             if a.dtype != np.float64 or not a.flags.c_contiguous or a.size != n:
                 raise DataError("AdamW state must be contiguous float64 vectors of one size")
-        ptrs = [a.ctypes.data for a in (theta, grad, mom, vel)]
+        ptrs = [a.ctypes.data for a in arrays]
         state = [t]
 
-        def compiled_step(lr: float) -> None:
+        def compiled_step(lr: float, _arrays=arrays) -> None:  # _arrays: kept alive
             state[0] += 1
             k = state[0]
             fn(

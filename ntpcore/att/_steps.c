@@ -6,9 +6,10 @@
  * cancellation-free gradients, the same shift rule).  Every sum runs in a fixed order
  * (scores over q = 0, 1, ...; gradients over t = 0, 1, ...; sequence sums over the
  * positions), loops are vectorised across independent outputs only, and floating-point
- * contraction is off (-ffp-contract=off in setup.py), so the results are the same bits on
- * every x86-64 CPU whichever instruction set the loader picks (target_clones below) and
- * differ from numpy's BLAS products by rounding only (tests/att/test_att_compiled.py).
+ * contraction is off (-ffp-contract=off in setup.py), so whichever instruction set the
+ * loader picks (target_clones below) computes the same bits (exp is the C library's, which
+ * may pick a variant of its own by CPU); the results differ from numpy's BLAS products by
+ * rounding only (tests/att/test_att_compiled.py).
  *
  * Layout: problem b (0 <= b < B) has dataset ds[b] (0 <= ds[b] < G); arrays are
  * C-contiguous unless a stride is passed; F is (G, N, p) with rows vec(x_t xbar_i^T),

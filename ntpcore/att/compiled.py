@@ -5,8 +5,8 @@ r"""The compiled descent steps of ``ntpcore/att/_steps.c``, called through :mod:
 many steps of every problem of the batch per call, instead of one numpy call per
 operation and step.  The arithmetic is that of the numpy kernel
 (:class:`ntpcore.att.descent._Kernel`), each sum in a fixed order and no fused multiply-add,
-so the vector width of the CPU does not change a bit, and it agrees with numpy's BLAS
-products to rounding
+so the vector width of the CPU does not change a bit (``exp`` is the C library's), and it
+agrees with numpy's BLAS products to rounding
 (``tests/att/test_att_compiled.py``); ``NTP_COMPILED=0`` runs the numpy loop instead
 (the *numpy-kernels* configuration of :mod:`ntpcore.pipeline.reproducibility`).
 """

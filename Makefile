@@ -58,7 +58,7 @@ $(STAMP): pyproject.toml setup.py ntpcore/att/_steps.c ntpcore/geo/train/_adamw.
 	esac; \
 	echo "installing $(TORCH_SPEC)$${index:+ from $$index}"; \
 	$(PY) -m pip install --quiet $(TORCH_SPEC) $${index:+--index-url "$$index"}
-	$(PY) -m pip install --quiet -c requirements/constraints.txt -e ".[book,test]"
+	$(PY) -m pip install --quiet -c requirements/constraints.txt -e ".[book,runner,test]"
 	$(PY) -c "from ntpcore.att import compiled as c; from ntpcore.geo.train import numpy_ufm as u; \
 	  print('attention descent steps:', 'compiled' if c.available() else 'numpy (' + c.unavailable_reason() + ')'); \
 	  print('UFM AdamW step:', u.adamw_kernel())"
@@ -90,8 +90,8 @@ nbval: $(STAMP)
 	mkdir -p $(TEST_OUT)
 	NTP_FIGURE_DIR=$(TEST_OUT)/figures NTP_EXECUTED_DIR=$(TEST_OUT)/executed \
 	  $(PY) -m ntpcore.reproduce --profile quick --jobs $(JOBS)
-	$(PY) -m ntpcore.pipeline.golden check $(TEST_OUT)/executed --figures $(TEST_OUT)/figures
-	$(PY) -m ntpcore.pipeline.golden inject $(TEST_OUT)/executed $(TEST_OUT)/nbval
+	$(PY) -m tools.qa.golden check $(TEST_OUT)/executed --figures $(TEST_OUT)/figures
+	$(PY) -m tools.qa.golden inject $(TEST_OUT)/executed $(TEST_OUT)/nbval
 	NTP_PROGRESS=0 NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
 	  --nbval-lax --nbval-current-env --nbval-cell-timeout=600 \
 	  --nbval-sanitize-with tests/nbval_numbers.cfg -q $(TEST_OUT)/nbval
@@ -103,7 +103,7 @@ golden: $(STAMP)
 	mkdir -p $(TEST_OUT)
 	NTP_FIGURE_DIR=$(TEST_OUT)/figures NTP_EXECUTED_DIR=$(TEST_OUT)/executed \
 	  $(PY) -m ntpcore.reproduce --profile quick --jobs $(JOBS)
-	$(PY) -m ntpcore.pipeline.golden_update update $(TEST_OUT)/executed --figures $(TEST_OUT)/figures \
+	$(PY) -m tools.qa.golden_update update $(TEST_OUT)/executed --figures $(TEST_OUT)/figures \
 	  $${REASON:+--reason "$$REASON"}
 
 # The quick profile under several floating-point configurations, each from an empty cache:
@@ -113,13 +113,13 @@ REPRO ?= native numpy-kernels numpy-avx2 numpy-baseline openblas-nehalem openbla
          openblas-haswell openblas-skylakex threads-2 torch-avx2 torch-default \
          mkl-compatible sandybridge-baseline
 reproducibility: $(STAMP)
-	$(PY) -m ntpcore.pipeline.reproducibility --configs $(REPRO) --jobs $(JOBS)
+	$(PY) -m tools.qa.reproducibility --configs $(REPRO) --jobs $(JOBS)
 
 # The mutation catalogue (tests/mutations/): each deliberate error runs its figures in the
 # quick profile from an empty cache and must fail a claim, a golden number or a baseline
 # image; ends with "mutation score: K/N killed" (results/mutations/report.json, Claims page).
 mutations: $(STAMP)
-	$(PY) -m ntpcore.pipeline.mutations
+	$(PY) -m tools.qa.mutations
 
 # Code-level mutation score (mutmut) of the maths modules (ntpcore/core/logits.py,
 # ntpcore/lin/subspace.py, ntpcore/att/priority.py), each with only its own unit tests, one
@@ -134,7 +134,7 @@ $(MUTMUT_TOOL)/.installed: requirements/mutmut.txt $(STAMP)
 	touch $@
 
 mutmut: $(STAMP) $(MUTMUT_TOOL)/.installed
-	PYTHONPATH=$(CURDIR)/$(MUTMUT_TOOL) $(PY) -m ntpcore.pipeline.mutmut_score
+	PYTHONPATH=$(CURDIR)/$(MUTMUT_TOOL) $(PY) -m tools.qa.mutmut_score
 
 # Strict nbval: every text output of the book's executed notebooks must reproduce.
 check-book: $(STAMP)
@@ -151,7 +151,7 @@ browser-test:
 # book is rebuilt so that its Performance page shows the new numbers.
 BENCH_LIMIT ?= 600
 bench: $(STAMP)
-	$(PY) -m ntpcore.bench --max-seconds $(BENCH_LIMIT)
+	$(PY) -m tools.bench --max-seconds $(BENCH_LIMIT)
 	@if ls book/executed/*.ipynb >/dev/null 2>&1; then $(MAKE) html; \
 	else echo "Run make book to build the book with the Performance page."; fi
 

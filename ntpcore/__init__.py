@@ -11,18 +11,15 @@ imports only from its own layer or below (``tests/test_package.py`` checks it)::
       core/        what the papers share, defined once: logits (supports, entropy, CE,
                    CE - H and its gradient, the in-support projection), metrics (cos),
                    optim (GD/NGD/Adam, the recording schedule), validate, io (atomic
-                   writes)                                                          (1)
-      pipeline/    registry (figures.yml); the runner (python -m ntpcore.reproduce):
-                   planning (which figures, which parameters, in which order), staging
-                   (one notebook in a private folder, then published or kept), runner
-                   (local workers, or a dask cluster through cluster); claims (the ledger
-                   every figure checks), cache, provenance, sweeps, paths, plotting style;
-                   golden, printed and golden_update (the golden outputs), images,
-                   reproducibility, mutations, launch, bookrefs                       (2)
+                   writes), cache (computations keyed on their inputs), sweep (independent
+                   runs, in order), paths                                           (1)
+      figure/      what a figure's notebook needs: claims (the ledger of the statements
+                   it checks), provenance (savefig: PNG, sidecar, plotted data),
+                   sourcedata, plotting (style and colours)                         (2)
       lin/ geo/ att/   one room per paper (keys lin, geo, att), each laid out alike:  (3)
                    the mathematics in modules of their own, a face (__init__) that
                    re-exports it, an experiments/ package (one module per figure
-                   family, with DataConfig and TrainProtocol), and plots
+                   family), and plots
         lin/       fixed context embeddings: NTP-SVM (svm_problem, svm, dual, dual_cd,
                    svm_reference), W* (subspace), separability, regularization path
         geo/       unconstrained features: nuclear-norm SVM (svm_problem, svm,
@@ -32,11 +29,15 @@ imports only from its own layer or below (``tests/test_package.py`` checks it)::
         att/       one self-attention layer: token-priority graphs (priority), Graph-SVM
                    (svm), W^fin (finite), losses and gradients (dynamics), descent loops
                    (descent), automaton, regularization path
-      bench/       make bench: the solvers and trainers against generic references (4)
+      runner/      the checkout's notebook runner (python -m ntpcore.reproduce): registry
+                   (figures.yml), planning, staging, runner, cluster, launch, bookrefs;
+                   its dependencies are the ``runner`` extra                        (4)
       reproduce.py the command line of the runner                                   (5)
 
-No paper's room imports another's, and no module of a paper imports its own face: each
-imports what it uses from the module that defines it.
+The golden outputs, the reproducibility configurations, the mutation tooling and the
+benchmarks are not in the package: they live in the checkout's ``tools/``, beside the tests
+they serve.  No paper's room imports another's, and no module of a paper imports its own
+face: each imports what it uses from the module that defines it.
 """
 
 __version__ = "0.1.0"

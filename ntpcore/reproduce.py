@@ -1,8 +1,8 @@
-"""``python -m ntpcore.reproduce``: the figure runner (see :mod:`ntpcore.pipeline.runner`)."""
+"""``python -m ntpcore.reproduce``: the figure runner (see :mod:`ntpcore.runner.runner`)."""
 
 import sys
 
-from ntpcore.pipeline.runner import main
+from ntpcore.runner.runner import main
 
 if __name__ == "__main__":
     sys.exit(main())

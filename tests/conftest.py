@@ -16,7 +16,7 @@ def sabotaged_run(tmp_path, monkeypatch, capsys):
     breaks a package function inside the kernel (kernels inherit the runner's environment),
     with fresh cache, figure and executed folders.  Returns ``(rc, printed, statuses)``:
     the runner's exit code, its output, and claim id -> status from the failed sidecar."""
-    from ntpcore.pipeline import runner, staging
+    from ntpcore.runner import runner, staging
 
     def run(fig_id: str, sabotage: str):
         (tmp_path / "site").mkdir()

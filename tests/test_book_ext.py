@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ntpcore.pipeline import paths
+from ntpcore.core import paths
 
 _spec = importlib.util.spec_from_file_location(
     "ntpclaims", paths.BOOK_DIR / "_ext" / "ntpclaims.py"

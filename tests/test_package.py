@@ -1,12 +1,14 @@
 """The house: how the modules of ``ntpcore`` import each other, computed from the sources.
 
-Layers, from the ground up: ``errors``; ``core`` (what the papers share); ``pipeline`` (the
-registry, runner, cache, claims ledger, provenance, plotting style); the papers ``lin``,
-``geo``, ``att``; ``bench``; the command ``reproduce``.  A module imports only from its own
-layer or below, a paper never from another paper, and no module of a paper imports its own
-paper's face (``ntpcore.<paper>``): it imports what it uses from the module that defines
-it.  Every import counts, at the top of a module or inside a function, so an import moved
-into a function cannot hide a loop.
+Layers, from the ground up: ``errors``; ``core`` (what the papers share, with the cache and
+the sweeps); ``figure`` (the API a figure's notebook uses: claims ledger, provenance,
+plotted data, plotting style); the papers ``lin``, ``geo``, ``att``; ``runner`` (the
+checkout's notebook runner); the command ``reproduce``.  The QA tooling and the benchmarks
+(``tools/``) are outside the package, and nothing in it imports them.  A module imports
+only from its own layer or below, a paper never from another paper, and no module of a
+paper imports its own paper's face (``ntpcore.<paper>``): it imports what it uses from the
+module that defines it.  Every import counts, at the top of a module or inside a function,
+so an import moved into a function cannot hide a loop.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[1] / "ntpcore"
-LAYERS = {"errors": 0, "core": 1, "pipeline": 2, "lin": 3, "geo": 3, "att": 3, "bench": 4}
+LAYERS = {"errors": 0, "core": 1, "figure": 2, "lin": 3, "geo": 3, "att": 3, "runner": 4}
 PAPERS = ("lin", "geo", "att")
 
 
@@ -109,3 +111,40 @@ def test_the_graph_sees_imports_inside_functions(tmp_path):
     mod = tmp_path / "m.py"
     mod.write_text("def f():\n    from ntpcore.core import io\n")
     assert _imports(mod, "ntpcore.x.m") == {"ntpcore.core.io"}
+
+
+def test_nothing_in_the_package_imports_the_checkouts_tooling():
+    """``tools/`` (goldens, reproducibility, mutations, bench) is outside the wheel."""
+    bad = []
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            bad += [
+                f"{path.relative_to(ROOT.parent)}: {n}" for n in names if n.split(".")[0] == "tools"
+            ]
+    assert not bad, bad
+
+
+def test_the_science_and_the_figure_api_load_no_runner_and_no_notebook_machinery():
+    """``pip install ntpcore`` without extras: importing the papers' faces, their experiments
+    and the figure API loads neither papermill, nbformat, ipykernel nor dask, and no module
+    of the runner."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import ntpcore.lin, ntpcore.geo, ntpcore.att\n"
+        "import ntpcore.lin.experiments, ntpcore.geo.experiments, ntpcore.att.experiments\n"
+        "from ntpcore.figure import claims, plotting, provenance, sourcedata\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('papermill', 'nbformat', 'ipykernel', 'dask', 'distributed', 'tools', 'yaml') "
+        "or m.startswith('ntpcore.runner'))\n"
+        "print(' '.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", out.stdout

@@ -34,8 +34,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ntpcore.pipeline import claims, golden, launch
-from ntpcore.pipeline.registry import load_registry
+from ntpcore.figure import claims
+from ntpcore.runner import launch
+from ntpcore.runner.registry import load_registry
+from tools.qa import golden
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"

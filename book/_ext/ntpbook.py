@@ -25,14 +25,14 @@ Directives (MyST pages only):
 
 Run the template: every executed page (``book/executed/<fig-id>``) opens, under its title,
 with links that run its *template* notebook (``notebooks/...``, the registry's ``notebook``)
-on Colab and on Binder (:mod:`ntpcore.pipeline.launch`), from the repository and branch of
+on Colab and on Binder (:mod:`ntpcore.runner.launch`), from the repository and branch of
 ``_config.yml`` (``repository:``, the one place they are set; Jupyter Book passes them as
 the theme's ``repository_url`` and ``repository_branch``).  Plain links: nothing is fetched
 when the page loads.
 
 Links to statements: a Markdown link whose target is the label of a ``{prf:...}`` directive,
 ``[*Theorem: Implicit bias of gradient descent*](lin-thm-gd)`` (what the runner writes for a
-notebook's ``[book: ...]`` references, :mod:`ntpcore.pipeline.bookrefs`), links to the
+notebook's ``[book: ...]`` references, :mod:`ntpcore.runner.bookrefs`), links to the
 statement with its text as written (maths included).  MyST looks such a target up among the
 standard labels, where sphinx-proof's are not; an unknown target stays a MyST warning.
 """
@@ -50,8 +50,9 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
 
-from ntpcore.pipeline import launch, paths
-from ntpcore.pipeline.registry import load_registry
+from ntpcore.core import paths
+from ntpcore.runner import launch
+from ntpcore.runner.registry import load_registry
 
 logger = logging.getLogger(__name__)
 PAPER_CITES = {
@@ -410,7 +411,7 @@ def _within(
     return f"{status}{generic}", "**no**"
 
 
-#: the instance laws of the nuclear-norm ladder (``ntpcore.bench.solvers.geo_supports``) as
+#: the instance laws of the nuclear-norm ladder (``tools.bench.solvers.geo_supports``) as
 #: the page names them
 _LAWS = (("", "ladder instance"), ("distinct", "all supports distinct"))
 
@@ -518,7 +519,7 @@ def _linear_trainers(data: dict) -> tuple[str, str]:
 
 
 #: The published experiments timed against their reference formulations (``make bench``,
-#: :mod:`ntpcore.bench.paired`), as the page names them.
+#: :mod:`tools.bench.paired`), as the page names them.
 PAIRED_NAMES = {"att_cyclic": "cyclic", "att_local": "local convergence", "ufm": "UFM"}
 
 

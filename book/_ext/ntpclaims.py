@@ -43,9 +43,9 @@ from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-from ntpcore.pipeline import paths
-from ntpcore.pipeline.claims import tally
-from ntpcore.pipeline.registry import load_registry
+from ntpcore.core import paths
+from ntpcore.figure.claims import tally
+from ntpcore.runner.registry import load_registry
 
 logger = logging.getLogger(__name__)
 PAPERS = {"lin": "Linear models", "geo": "Implicit geometry", "att": "Self-attention"}

@@ -1,7 +1,7 @@
 """``{ntp-machines}``: the *Reproducibility across machines* page, read from a run.
 
 Every number comes from ``results/reproducibility/report.json``, written by
-``make reproducibility`` (:mod:`ntpcore.pipeline.reproducibility`): the configurations that
+``make reproducibility`` (:mod:`tools.qa.reproducibility`): the configurations that
 ran and what each selected, each run's comparison with the goldens, how many digits of every
 claim agree across the configurations, the printed numbers that moved and their tolerances,
 and the figures whose pixels moved.  Without a report the page says so.
@@ -18,7 +18,7 @@ import math
 from docutils import nodes
 from ntpbook import _list_table, _MystDirective
 
-from ntpcore.pipeline import paths
+from ntpcore.core import paths
 
 REPORT = paths.RESULTS_DIR / "reproducibility" / "report.json"
 PAPERS = {"lin": "linear models", "geo": "implicit geometry", "att": "self-attention"}

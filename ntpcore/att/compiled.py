@@ -8,7 +8,7 @@ operation and step.  The arithmetic is that of the numpy kernel
 so the vector width of the CPU does not change a bit (``exp`` is the C library's), and it
 agrees with numpy's BLAS products to rounding
 (``tests/att/test_att_compiled.py``); ``NTP_COMPILED=0`` runs the numpy loop instead
-(the *numpy-kernels* configuration of :mod:`ntpcore.pipeline.reproducibility`).
+(the *numpy-kernels* configuration of :mod:`tools.qa.reproducibility`).
 """
 
 from __future__ import annotations

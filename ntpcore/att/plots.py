@@ -10,7 +10,7 @@ import networkx as nx
 import numpy as np
 from matplotlib.axes import Axes
 
-from ntpcore.pipeline.plotting import COLORS
+from ntpcore.figure.plotting import COLORS
 
 __all__ = [
     "band",

@@ -42,7 +42,7 @@ from ntpcore.att.priority import (
     token_priority_graphs,
 )
 from ntpcore.att.svm import graph_svm_constraints, graph_svm_cvxpy
-from ntpcore.pipeline import claims
+from ntpcore.figure import claims
 
 __all__ = [
     "finite_part_claims",

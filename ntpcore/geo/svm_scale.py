@@ -37,7 +37,7 @@ values of the centred support, the start).  On the bench ladder, residual balanc
 changing :math:`\rho` when the gap stalls (or once the primal has converged) slowed the
 certificate down.  The best fixed multiple depends on the instance; iterations with
 ``c / mean(s)`` for ``c`` = 0.1 / 0.2 / 0.3 / 0.5 on the ladder's instances
-(:func:`ntpcore.bench.solvers.geo_supports`): 200 x 1000 150 / 80 / 60 / 60, 500 x 2500
+(:func:`tools.bench.solvers.geo_supports`): 200 x 1000 150 / 80 / 60 / 60, 500 x 2500
 150 / 90 / 100 / 120, 1000 x 5000 150 / 140 / 180 / 240; with all supports distinct:
 200 x 1000 90 / 60 / 50 / 50, 500 x 2500 190 / 100 / 70 / 80, 1000 x 5000 140 / 90 / 90
 (not run at 0.5).  ``0.2`` is within 30 iterations of the best everywhere.  *The memory*

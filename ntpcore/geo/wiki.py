@@ -11,7 +11,7 @@ Wikipedia dump that the gensim wheel carries as test data (``enwiki-latest-pages
   (gensim's ``extract_pages``), wiki markup stripped (``filter_wiki``), redirects dropped;
 * :func:`wiki_corpus` -- the articles tokenised (:func:`ntpcore.geo.text.tokenize`) into a
   :class:`~ntpcore.geo.text.TokenCorpus`, one document per article.  Extraction takes
-  seconds, so the token arrays are cached on disk (:func:`ntpcore.pipeline.cache.cached`,
+  seconds, so the token arrays are cached on disk (:func:`ntpcore.core.cache.cached`,
   keyed by the dump's SHA-256) and in memory;
 * :func:`wiki_dataset` -- a next-token set over it by
   :func:`ntpcore.geo.text.corpus_dataset`: the top-``vocab_size`` words, contexts of
@@ -31,10 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ntpcore.core.cache import cached
 from ntpcore.errors import DataError
 from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.text import TokenCorpus, builtin_corpus_path, corpus_dataset, tokenize
-from ntpcore.pipeline.cache import cached
 
 #: the dump inside the gensim package (its test data), a key of ``BUILTIN_CORPORA``
 WIKI_NAME = "enwiki-shortened"

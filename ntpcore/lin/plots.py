@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-from ntpcore.pipeline.plotting import COLORS
+from ntpcore.figure.plotting import COLORS
 
 __all__ = [
     "CONTEXT_NAMES",

@@ -1,7 +1,7 @@
 """The fast descent loops against the formulations they replace: the kernel's gradient equals
 the closed form of :func:`loss_grad` and torch autograd (book att-eq-grad), the fast loop
 equals the loop on :func:`loss_grad` step by step, and the experiments' statistics equal
-those of the authors' formulation re-derived in :mod:`ntpcore.bench.reference` (torch
+those of the authors' formulation re-derived in :mod:`tools.bench.reference` (torch
 autograd, one trial after another, a loop over samples) on small instances.
 
 Normalized GD amplifies rounding once it oscillates around the finite component (the
@@ -19,7 +19,7 @@ from ntpcore.att.data import random_labels, random_sequences, unit_embeddings
 from ntpcore.att.descent import _descend_loss_grad, _Kernel, descend
 from ntpcore.att.dynamics import loss_grad, make_problem
 from ntpcore.att.experiments import GlobalConfig, LocalConfig, run_global, run_local
-from ntpcore.bench import reference
+from tools.bench import reference
 
 FAST = [("identity", "log"), ("general", "ce"), ("general", "squared")]
 

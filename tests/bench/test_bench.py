@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from ntpcore.bench import solvers as bench
-from ntpcore.bench.timing import Timing, measure
 from ntpcore.errors import ParameterError
+from tools.bench import solvers as bench
+from tools.bench.timing import Timing, measure
 
 
 def test_measure_reports_median_min_max_of_each_run():
@@ -80,7 +80,7 @@ def test_a_nuclear_solve_records_its_certified_gap_and_the_distinct_supports():
 
 
 def test_the_bench_collects_the_runners_records_oldest_first(tmp_path, monkeypatch):
-    from ntpcore.bench import pipeline
+    from tools.bench import figure_runs as pipeline
 
     monkeypatch.setattr(pipeline.paths, "FIGURE_DIR", tmp_path / "figures")
     monkeypatch.setattr(pipeline.paths, "ROOT", tmp_path)
@@ -100,7 +100,7 @@ def test_paired_bench_ratio_of_medians_and_statistics_within_tolerance(monkeypat
     meets a target only with every statistic within its tolerance."""
     import numpy as np
 
-    from ntpcore.bench import paired
+    from tools.bench import paired
 
     def run(ref_shift, ref_times, ours_times):
         times = {"reference": iter(ref_times), "ours": iter(ours_times)}
@@ -135,7 +135,7 @@ def test_paired_children_time_a_cold_call_and_save_its_statistics(side, tmp_path
     import numpy as np
 
     from ntpcore.att.experiments import GlobalConfig
-    from ntpcore.bench import paired
+    from tools.bench import paired
 
     monkeypatch.setattr(paired, "_config", lambda case, quick: GlobalConfig(n_trials=1, n_steps=20))
     out = tmp_path / "stats.npz"

@@ -1,4 +1,4 @@
-"""Timers of the geometry paper's trainers and solvers (ntpcore.bench.geo)."""
+"""Timers of the geometry paper's trainers and solvers (tools.bench.geo)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import math
 
 import numpy as np
 
-from ntpcore.bench.geo import (
+from ntpcore.geo.synthetic import synthetic_dataset
+from ntpcore.geo.train import TrainerConfig
+from tools.bench.geo import (
     benchmark_nuclear_svm,
     epoch_seconds,
     naive_epoch_seconds,
     random_supports,
 )
-from ntpcore.geo.synthetic import synthetic_dataset
-from ntpcore.geo.train import TrainerConfig
 
 
 def test_epoch_timers_measure_both_formulations() -> None:

@@ -10,7 +10,7 @@ import importlib.util
 
 import pytest
 
-from ntpcore.pipeline import paths
+from ntpcore.core import paths
 
 _spec = importlib.util.spec_from_file_location("ntpbook", paths.BOOK_DIR / "_ext" / "ntpbook.py")
 ntpbook = importlib.util.module_from_spec(_spec)
@@ -37,7 +37,7 @@ def _row(problem, dims, n_vars, spec, clarabel, scs, label=""):
 
 
 def _paired(ref: float, ours: float, target: float, within: bool = True) -> dict:
-    """A paired measurement of ``ntpcore.bench.paired`` (CPU seconds of cold runs)."""
+    """A paired measurement of ``tools.bench.paired`` (CPU seconds of cold runs)."""
 
     def t(x: float) -> dict:
         return {"cpu_s": [x] * 3, "median": x, "min": x, "max": x, "repeats": 3}

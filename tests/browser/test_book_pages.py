@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ntpcore.pipeline.registry import load_registry
+from ntpcore.runner.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,12 +20,12 @@ import pytest
 from textutil import write_story
 
 from ntpcore import geo as g
+from ntpcore.core import cache
 from ntpcore.errors import DataError, ParameterError
 from ntpcore.geo import corpora
 from ntpcore.geo.experiments import scale as sc
 from ntpcore.geo.tables import BUILTIN_CORPORA
 from ntpcore.geo.text import split_documents, tokenize
-from ntpcore.pipeline import cache
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def test_the_default_corpus_keeps_the_cache_keys_it_had() -> None:
 
 def _suggested(message: str) -> dict[str, object]:
     """The ``--set`` options after "run with", read as a shell and the runner read them."""
-    from ntpcore.pipeline.runner import parse_set
+    from ntpcore.runner.runner import parse_set
 
     words = shlex.split(message.split("; run with ", 1)[1])
     assert words[::2] == ["--set"] * (len(words) // 2)
@@ -144,7 +144,7 @@ def test_a_corpus_too_small_says_in_one_line_what_it_supports(text_file, vocab_s
 
 
 def test_the_experiment_refuses_a_small_corpus_before_any_work(text_file, monkeypatch) -> None:
-    import ntpcore.pipeline.sweep as sweep
+    import ntpcore.core.sweep as sweep
 
     def never(*args, **kwargs):
         raise AssertionError("the ladder started")
@@ -212,7 +212,8 @@ def test_a_missing_empty_binary_or_unreadable_file_is_refused(tmp_path, monkeypa
 
 
 def test_the_notebook_offers_the_builtin_corpora_by_name() -> None:
-    from ntpcore.pipeline import paths, registry
+    from ntpcore.core import paths
+    from ntpcore.runner import registry
 
     spec = registry.parse_parameters(paths.ROOT / "notebooks" / "geo_corpus_scale.ipynb")["corpus"]
     assert spec.default == corpora.DEFAULT_CORPUS
@@ -222,7 +223,7 @@ def test_the_notebook_offers_the_builtin_corpora_by_name() -> None:
 
 def test_the_lee_corpus_fits_the_quick_profile_and_not_the_paper_profile() -> None:
     """What the book's page says of the sizes the profiles need."""
-    from ntpcore.pipeline import registry
+    from ntpcore.runner import registry
 
     entry = registry.load_registry()["geo-corpus-scale"]
     specs = registry.parse_parameters(entry.notebook_path)

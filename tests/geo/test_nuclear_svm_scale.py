@@ -206,7 +206,7 @@ def test_breakpoint_roots_newton_equals_sorting() -> None:
 
 @pytest.fixture(scope="module")
 def distinct():
-    from ntpcore.bench.solvers import geo_supports
+    from tools.bench.solvers import geo_supports
 
     S = geo_supports(24, 50, "distinct", seed=2)
     return S, g.nuclear_svm_cvxpy(S, solver="SCS"), solve_nuclear_svm_scale(S, tol=1e-8)
@@ -236,7 +236,7 @@ def test_single_precision_phase_certifies_the_same_optimum() -> None:
     """The early single-precision SVT changes the path, not the answer: with and without
     it the solver certifies the same optimum (each within its certified gap), and the
     returned L and G are float64 and feasible."""
-    from ntpcore.bench.solvers import geo_supports
+    from tools.bench.solvers import geo_supports
 
     S = geo_supports(40, 120, "distinct", seed=1)
     mixed = solve_nuclear_svm_scale(S, tol=1e-7)

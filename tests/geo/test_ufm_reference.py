@@ -1,6 +1,6 @@
 """The UFM trainer against the authors' formulation (book ``geo-eq-summed-loss``): the
 closed-form float64 loop with the fused AdamW kernel equals the per-sample torch loop of
-:func:`ntpcore.bench.reference.ufm` run in float64, to rounding; without the fused kernel
+:func:`tools.bench.reference.ufm` run in float64, to rounding; without the fused kernel
 (the numpy AdamW) and with the logits always shifted before ``exp`` it is the same run."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from ntpcore.bench import reference
 from ntpcore.geo import train as gt
 from ntpcore.geo.synthetic import synthetic_dataset
 from ntpcore.geo.train import numpy_ufm
+from tools.bench import reference
 
 KEYS = ("ce_minus_H", "W_norm", "H_norm", "L_norm")
 

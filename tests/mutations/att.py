@@ -3,13 +3,13 @@
 Each entry wraps one function where the code under test looks it up: in the modules of
 ``ntpcore.att.experiments`` (imported first; ``_replace(..., where=...)``), so that the
 independent checks of :mod:`ntpcore.att.verify` still see the true objects, or a function of
-:mod:`ntpcore.att.plots`; see :mod:`ntpcore.pipeline.mutations`.  Perturbations are
+:mod:`ntpcore.att.plots`; see :mod:`tools.qa.mutations`.  Perturbations are
 deterministic (a seeded numpy generator).
 """
 
 from __future__ import annotations
 
-from ntpcore.pipeline.mutations import Mutation
+from tools.qa.mutations import Mutation
 
 # W^fin: the experiments and the automaton (conceptual figure, playground) each import it.
 _WFIN = """

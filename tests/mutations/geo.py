@@ -2,12 +2,12 @@
 
 Each entry replaces one function of ``ntpcore.geo`` wherever the package binds it
 (``_replace``; narrowed with ``where=`` where the claims' own checks must keep the true
-function), or one matplotlib call of one figure; see :mod:`ntpcore.pipeline.mutations`.
+function), or one matplotlib call of one figure; see :mod:`tools.qa.mutations`.
 """
 
 from __future__ import annotations
 
-from ntpcore.pipeline.mutations import Mutation
+from tools.qa.mutations import Mutation
 
 # The nuclear-norm NTP-SVM solver as convex.py (``g.solve_nuclear_svm``) and ``g.nuclear_svm``
 # (``ntpcore.geo.svm.solve_nuclear_svm``) call it; ``{body}`` maps ``L`` (and may read ``S``)

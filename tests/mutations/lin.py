@@ -1,12 +1,12 @@
 """Mutations of the linear paper (Thrampoulidis, NeurIPS 2024): errors a run must catch.
 
 Each entry replaces one function of ``ntpcore.lin`` or of its plotting module wherever the
-package binds it (``_replace``); see :mod:`ntpcore.pipeline.mutations`.
+package binds it (``_replace``); see :mod:`tools.qa.mutations`.
 """
 
 from __future__ import annotations
 
-from ntpcore.pipeline.mutations import Mutation
+from tools.qa.mutations import Mutation
 
 _PAIR = """
 import numpy as _np

@@ -13,10 +13,10 @@ r"""Cached experiments of the self-attention paper (key ``att``), one module per
 * :mod:`~ntpcore.att.experiments.measures` -- array helpers of the metrics.
 
 Every ``run_*`` takes one frozen ``*Config`` whose fields are the notebook's parameter names and
-returns a dict of arrays and scalars (cached by :func:`ntpcore.pipeline.cache.cached`;
+returns a dict of arrays and scalars (cached by :func:`ntpcore.core.cache.cached`;
 ``*.__wrapped__(cfg)`` runs uncached, for the benchmarks).  Trials that are separate solves (the
 regularization path, the cvxpy checks of :func:`global_theory`, the SCC statistics) go through
-:func:`ntpcore.pipeline.sweep.map_runs`, which takes ``n_workers`` / ``scheduler`` and returns
+:func:`ntpcore.core.sweep.map_runs`, which takes ``n_workers`` / ``scheduler`` and returns
 the same numbers however they run.  This module is the face the notebooks import
 (``from ntpcore.att import experiments``).
 """

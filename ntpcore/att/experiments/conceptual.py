@@ -15,7 +15,7 @@ from ntpcore.att.automaton import (
 )
 from ntpcore.att.data import toy_dataset
 from ntpcore.att.experiments.playground import automaton_state, model_output_batch
-from ntpcore.pipeline.cache import cached
+from ntpcore.core.cache import cached
 
 __all__ = ["ConceptualConfig", "run_conceptual"]
 
@@ -41,7 +41,7 @@ def run_conceptual(cfg: ConceptualConfig) -> dict:
     """W^svm, W^fin, SCCs and levels of the toy; the automaton on two test inputs next to
     models trained from ``n_inits`` random initialisations (one batch).
 
-    The initialisations are not a sweep of :func:`ntpcore.pipeline.sweep.map_runs`: they
+    The initialisations are not a sweep of :func:`ntpcore.core.sweep.map_runs`: they
     train as one batched numpy program, in which a step of all models costs about what one
     model's step costs alone.
     """

@@ -36,9 +36,9 @@ from ntpcore.att.priority import (
     scc_structures,
 )
 from ntpcore.att.verify import theory_report
+from ntpcore.core.cache import cached
 from ntpcore.core.optim import log_steps
 from ntpcore.errors import DataError
-from ntpcore.pipeline.cache import cached
 
 __all__ = [
     "GlobalConfig",
@@ -327,7 +327,7 @@ def run_global(cfg: GlobalConfig) -> dict:
     ``W_norm``; ``perp_drift`` = ||Π_S⊥ W(τ) - Π_S⊥ W(0)||.
     NGD records every step, GD ~200 log-spaced steps.
 
-    The trials are not a sweep of :func:`ntpcore.pipeline.sweep.map_runs`: they are one
+    The trials are not a sweep of :func:`ntpcore.core.sweep.map_runs`: they are one
     batched numpy program (:func:`descend_global`, trials on a leading axis), in which each
     step of all trials costs about what one trial's step costs alone.
     """
@@ -369,7 +369,7 @@ def global_theory(
 
     The trials are independent runs (per-trial cached by :func:`global_theory_trial`; the
     cvxpy references are separate solves, not one batch): they go through
-    :func:`ntpcore.pipeline.sweep.map_runs`, in-process by default, on ``n_workers`` local
+    :func:`ntpcore.core.sweep.map_runs`, in-process by default, on ``n_workers`` local
     processes or on a ``dask.distributed`` scheduler.  How they run does not change what
     they compute, so neither is part of ``cfg`` or of any cache key.
     """

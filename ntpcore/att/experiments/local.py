@@ -27,8 +27,8 @@ from ntpcore.att.priority import (
     select_tokens,
 )
 from ntpcore.att.svm import graph_svm_from_graphs
+from ntpcore.core.cache import cached
 from ntpcore.errors import DataError, InfeasibleError
-from ntpcore.pipeline.cache import cached
 
 __all__ = ["LocalConfig", "run_local"]
 
@@ -74,7 +74,7 @@ def run_local(cfg: LocalConfig) -> dict:
     ``dim_S_fin_local`` ``(n_losses, n_trials)`` is the dimension of the local cyclic subspace
     (0 when every sequence selects a single token: the local norm difference is then 0).
 
-    The trials are not a sweep of :func:`ntpcore.pipeline.sweep.map_runs`: each pass is one
+    The trials are not a sweep of :func:`ntpcore.core.sweep.map_runs`: each pass is one
     batched numpy program over every (loss, trial), in which a step of all runs costs about
     what one run's step costs alone.
     """

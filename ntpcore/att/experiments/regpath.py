@@ -20,8 +20,8 @@ from ntpcore.att.experiments.trials import (
 from ntpcore.att.finite import finite_component, subspaces
 from ntpcore.att.linalg import project_onto_spans
 from ntpcore.att.regpath import regularization_path
+from ntpcore.core.cache import cached
 from ntpcore.core.metrics import cos
-from ntpcore.pipeline.cache import cached
 
 __all__ = ["RegPathConfig", "reg_path_trial", "run_reg_path"]
 
@@ -85,7 +85,7 @@ def run_reg_path(
 
     The trials are independent runs (per-trial cached by :func:`reg_path_trial`; each path is
     a sequence of conic solves, not one batch): they go through
-    :func:`ntpcore.pipeline.sweep.map_runs`, in-process by default, on ``n_workers`` local
+    :func:`ntpcore.core.sweep.map_runs`, in-process by default, on ``n_workers`` local
     processes or on a ``dask.distributed`` scheduler.  How they run does not change what
     they compute, so neither is part of ``cfg`` or of any cache key.
     """

@@ -17,7 +17,7 @@ from ntpcore.att.priority import (
     scc_structures,
     token_priority_graphs,
 )
-from ntpcore.pipeline.cache import cached
+from ntpcore.core.cache import cached
 
 __all__ = ["SCCCellConfig", "SCCStatsConfig", "run_scc_stats", "scc_cell"]
 
@@ -87,11 +87,11 @@ def run_scc_stats(
     token of the sequence: no hard retrieval left, pure soft composition).
 
     The (T, n) cells are independent runs (per-cell cached) with their own generators: they go
-    through :func:`ntpcore.pipeline.sweep.map_runs`, in-process by default, on ``n_workers``
+    through :func:`ntpcore.core.sweep.map_runs`, in-process by default, on ``n_workers``
     local processes or on a ``dask.distributed`` scheduler.  How they run does not change
     what they compute, so neither is part of ``cfg`` or of any cache key.
     """
-    from ntpcore.pipeline.sweep import map_runs
+    from ntpcore.core.sweep import map_runs
 
     t0 = time.perf_counter()
     cells = [

@@ -78,9 +78,9 @@ def trial_sweep(
     run_one, cfg, desc: str, n_workers: int, scheduler: str | None, progress: bool
 ) -> list[dict]:
     """``run_one(Trial(cfg, r))`` for every trial ``r`` of ``cfg``, in order, through
-    :func:`ntpcore.pipeline.sweep.map_runs` (in-process, ``n_workers`` local processes or a
+    :func:`ntpcore.core.sweep.map_runs` (in-process, ``n_workers`` local processes or a
     ``dask.distributed`` scheduler; none of them changes what is computed)."""
-    from ntpcore.pipeline.sweep import map_runs
+    from ntpcore.core.sweep import map_runs
 
     trials = [Trial(cfg, r) for r in range(cfg.n_trials)]
     return map_runs(

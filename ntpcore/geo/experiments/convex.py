@@ -11,7 +11,7 @@ part :math:`L^{in}` (book: ``geo-def-lin``), the nuclear-norm NTP-SVM
 :math:`L_\lambda/\|L_\lambda\|_*\to L^{mm}/\|L^{mm}\|_*` (book: ``geo-thm-path``).
 Each function takes one frozen configuration whose fields are the notebook's parameter
 names and returns a dict of arrays and scalars (stored by
-:func:`ntpcore.pipeline.cache.cached`):
+:func:`ntpcore.core.cache.cached`):
 
 * :func:`run_support_lmm` -- ``S``, ``L_in``, ``L_mm``, ``S_tilde`` of a dataset
   [geo, Fig. 1, left];
@@ -19,7 +19,7 @@ names and returns a dict of arrays and scalars (stored by
   ``geo-thm-path``;
 * :func:`run_proxy` -- when the centred support :math:`\tilde S` equals :math:`L^{mm}`
   (book: ``geo-prop-proxy``); its random instances are a sweep of independent runs
-  (:func:`proxy_trial`, one cached entry each) through :func:`ntpcore.pipeline.sweep.map_runs`;
+  (:func:`proxy_trial`, one cached entry each) through :func:`ntpcore.core.sweep.map_runs`;
 * :func:`run_dataset_stats` -- statistics of the two datasets (book: *Datasets*);
 * :func:`support_lmm_facts`, :func:`dataset_facts` -- the numbers the notebooks' claims
   check: :math:`L^{mm}` at its solution (feasibility, dual certificate, agreement with
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ntpcore.core.cache import cached
 from ntpcore.core.logits import entropy, project_F, softmax
 from ntpcore.errors import DataError
 from ntpcore.geo.data import ContextDataset, subset_contexts
@@ -54,7 +55,6 @@ from ntpcore.geo.svm_problem import (
 )
 from ntpcore.geo.synthetic import synthetic_dataset
 from ntpcore.geo.text import text_dataset
-from ntpcore.pipeline.cache import cached
 
 RANK_TOL = 1e-6  # singular values above RANK_TOL * sigma_max count towards the rank
 
@@ -378,12 +378,12 @@ def run_proxy(
 
     The random instances are independent runs (per-instance cached by :func:`proxy_trial`;
     trial ``t`` of the ``a``-th size uses ``SeedSequence(seed).spawn(...)[a * n_trials + t]``):
-    they go through :func:`ntpcore.pipeline.sweep.map_runs`, in-process by default, on
+    they go through :func:`ntpcore.core.sweep.map_runs`, in-process by default, on
     ``n_workers`` local processes or on a ``dask.distributed`` scheduler.  How they run does
     not change what they compute, so neither is part of ``cfg`` or of any cache key.  The two
     datasets are solved in-process (:func:`proxy_datasets`, cached).
     """
-    from ntpcore.pipeline.sweep import map_runs
+    from ntpcore.core.sweep import map_runs
 
     V, m = cfg.vocab_size, cfg.n_contexts
     ks = np.array(cfg.support_sizes, dtype=np.int64)

@@ -38,9 +38,9 @@ at log-spaced epochs [geo, Sec. 3, Fig. 2]:
   factors without forming it (:math:`\sum_{i\ne j}X_{ij}Y_{ij}=\|A^\top B\|_F^2-m` for the
   row-normalised factors ``A``, ``B``).
 
-Everything expensive is cached (:func:`ntpcore.pipeline.cache.cached`) under the
+Everything expensive is cached (:func:`ntpcore.core.cache.cached`) under the
 configuration and a fingerprint of the data; :func:`run_scale` gathers all ``m``, one
-independent run per ``m`` through :func:`ntpcore.pipeline.sweep.map_runs`.
+independent run per ``m`` through :func:`ntpcore.core.sweep.map_runs`.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ntpcore.core.cache import OMIT_DEFAULT, cached
 from ntpcore.errors import DataError
 from ntpcore.geo.corpora import (
     DEFAULT_CORPUS,
@@ -67,7 +68,6 @@ from ntpcore.geo.logits import centered_support, finite_logits
 from ntpcore.geo.svm_scale import solve_nuclear_svm_scale
 from ntpcore.geo.train import train_model
 from ntpcore.geo.train.protocol import TrainerConfig, TrainProtocol
-from ntpcore.pipeline.cache import OMIT_DEFAULT, cached
 
 #: singular values above RANK_TOL * sigma_max count towards the rank.  The paper counts above
 #: 1e-6 with an interior-point solution; the first-order solution certified to a relative gap
@@ -349,11 +349,11 @@ def run_scale(
     whole corpus and of the full qualifying set.
 
     The rungs are independent runs (:func:`ladder_point`): they go through
-    :func:`ntpcore.pipeline.sweep.map_runs`, in-process by default, on ``n_workers`` local
+    :func:`ntpcore.core.sweep.map_runs`, in-process by default, on ``n_workers`` local
     processes or on a ``dask.distributed`` scheduler.  How they run does not change what
     they compute, so neither is part of ``cfg`` or of any cache key.
     """
-    from ntpcore.pipeline.sweep import map_runs
+    from ntpcore.core.sweep import map_runs
 
     check_corpus(cfg)  # a corpus too small for the ladder: one line, before any work
     points = map_runs(

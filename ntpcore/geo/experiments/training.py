@@ -11,7 +11,7 @@ The notebooks build a :class:`ModelsConfig` (or a subclass adding a few figure-s
 fields) from their parameters -- the field names are the notebook's parameter names; the
 training protocol is declared once in :class:`ntpcore.geo.train.protocol.TrainProtocol` -- and
 call the functions below.  Everything expensive goes through
-:func:`ntpcore.pipeline.cache.cached`:
+:func:`ntpcore.core.cache.cached`:
 
 * :func:`train_run` -- one model trained on one dataset (:class:`RunConfig`); interrupted
   runs resume from a checkpoint under ``<cache>/geo_train_checkpoints/``;
@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from ntpcore.core import paths
+from ntpcore.core.cache import cache_key, cached, free_first
 from ntpcore.errors import DataError
 from ntpcore.geo.embeddings import (
     balanced_factors,
@@ -48,8 +50,6 @@ from ntpcore.geo.logits import centered_support, finite_logits, nuclear_norm
 from ntpcore.geo.svm import nuclear_svm
 from ntpcore.geo.train import train_model
 from ntpcore.geo.train.protocol import TrainerConfig, TrainProtocol
-from ntpcore.pipeline import paths
-from ntpcore.pipeline.cache import cache_key, cached, free_first
 
 DATASET_LABELS = {
     "synthetic": "synthetic set",
@@ -224,7 +224,7 @@ def train_runs(runs: list[RunConfig]) -> list[dict[str, Any]]:
     """:func:`train_run` of each of ``runs``, in their order.
 
     A run that another process is training at this moment (another notebook of a
-    ``--jobs 2`` run) is left for last (:func:`ntpcore.pipeline.cache.free_first`): this
+    ``--jobs 2`` run) is left for last (:func:`ntpcore.core.cache.free_first`): this
     notebook trains its other models meanwhile and then reads the shared one from the cache.
     """
     return free_first(runs, train_run, lambda r: _train_run.in_flight(_run_key(r)))

@@ -21,7 +21,7 @@ Each checks a statement of [lin] numerically:
   :mod:`~ntpcore.lin.experiments.runs` what every training figure records.
 
 Every public ``run_*`` takes one frozen ``*Config`` whose fields are the notebook's parameter
-names and returns a dict of arrays and scalars, cached by :func:`ntpcore.pipeline.cache.cached`.
+names and returns a dict of arrays and scalars, cached by :func:`ntpcore.core.cache.cached`.
 Per-run / per-point helpers are cached too, so an interrupted sweep resumes.  This module is
 the face the notebooks import (``from ntpcore.lin import experiments``).
 """

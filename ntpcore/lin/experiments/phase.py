@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binom
 
+from ntpcore.core.cache import cached
+from ntpcore.core.sweep import map_runs
 from ntpcore.errors import SolverError
 from ntpcore.lin.separability import separability_lp
 from ntpcore.lin.subspace import data_subspace
-from ntpcore.pipeline.cache import cached
-from ntpcore.pipeline.sweep import map_runs
 
 __all__ = [
     "PhaseConfig",
@@ -165,7 +165,7 @@ def run_phase(
 ) -> dict:
     """Fraction of NTP-separable / compatible instances vs d/m (per-point cached).
 
-    The points are independent runs: they go through :func:`ntpcore.pipeline.sweep.map_runs`
+    The points are independent runs: they go through :func:`ntpcore.core.sweep.map_runs`
     (in-process by default, ``n_workers`` local processes, or a ``dask.distributed``
     scheduler address).  How they run does not change what they compute, so neither is
     part of ``cfg`` or of any cache key.

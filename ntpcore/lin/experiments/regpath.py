@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ntpcore.core.cache import cached
 from ntpcore.core.metrics import cos
 from ntpcore.lin.experiments.synthetic import (
     SupportConfig,
@@ -21,7 +22,6 @@ from ntpcore.lin.experiments.synthetic import (
 from ntpcore.lin.loss import ce_excess
 from ntpcore.lin.regpath import regularization_path
 from ntpcore.lin.training import solution_pair
-from ntpcore.pipeline.cache import cached
 
 __all__ = ["RegPathConfig", "genie_gaps", "run_reg_path"]
 

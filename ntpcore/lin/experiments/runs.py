@@ -1,7 +1,7 @@
 r"""What every training figure of the linear paper records (key ``lin``): the metrics of a
 trajectory (:func:`trajectory_metrics`), with the limits of Theorem 2 they are measured
 against (:func:`trained_result`), and the spread over independent draws (:func:`run_draws`,
-through :func:`ntpcore.pipeline.sweep.map_runs`).
+through :func:`ntpcore.core.sweep.map_runs`).
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ntpcore.core.optim import Trajectory
+from ntpcore.core.sweep import map_runs
 from ntpcore.lin.data import NTPData
 from ntpcore.lin.experiments.measures import median_seed
-from ntpcore.pipeline.sweep import map_runs
 
 __all__ = ["run_draws", "trained_result", "trajectory_metrics"]
 
@@ -53,7 +53,7 @@ def trained_result(tr: Trajectory, data: NTPData, pair: dict) -> dict:
 def run_draws(
     run, cfgs: list, seeds: list[int], desc: str, progress: bool, n_workers: int, scheduler
 ) -> dict:
-    """Run ``run`` on one config per draw through :func:`ntpcore.pipeline.sweep.map_runs` and
+    """Run ``run`` on one config per draw through :func:`ntpcore.core.sweep.map_runs` and
     stack what the seed spreads of Figs. 1 and 4 report (see :func:`run_toy_seeds`)."""
 
     runs = map_runs(

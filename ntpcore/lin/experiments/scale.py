@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ntpcore.core.cache import cached
 from ntpcore.core.optim import log_steps
 from ntpcore.lin.experiments.synthetic import SupportConfig, synthetic_data
 from ntpcore.lin.subspace import finite_component_info, require_compatible
 from ntpcore.lin.svm import ntp_svm_solve
 from ntpcore.lin.training import train_ntp
-from ntpcore.pipeline.cache import cached
 
 __all__ = ["ScaleConfig", "run_lin_scale"]
 

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ntpcore.core.cache import cached
 from ntpcore.core.optim import init_weights, log_steps, train
+from ntpcore.core.sweep import map_runs
 from ntpcore.lin.experiments.synthetic import (
     DataConfig,
     RunConfig,
@@ -20,8 +22,6 @@ from ntpcore.lin.experiments.synthetic import (
 )
 from ntpcore.lin.loss import ce_excess, make_loss_grad
 from ntpcore.lin.subspace import finite_component_info
-from ntpcore.pipeline.cache import cached
-from ntpcore.pipeline.sweep import map_runs
 
 __all__ = ["SparsityConfig", "run_full_support", "run_sparsity", "sparsity_point"]
 
@@ -52,7 +52,7 @@ def run_sparsity(
     """GD for every support size S (each run cached); W^mm norm, dim F, frozen P_perp.
 
     The support sizes are independent runs (:func:`sparsity_point`): they go through
-    :func:`ntpcore.pipeline.sweep.map_runs`, in-process by default, on ``n_workers`` local
+    :func:`ntpcore.core.sweep.map_runs`, in-process by default, on ``n_workers`` local
     processes or on a ``dask.distributed`` scheduler.  How they run does not change what
     they compute, so neither is part of ``cfg`` or of any cache key.
     """

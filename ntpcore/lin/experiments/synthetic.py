@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
+from ntpcore.core.cache import cached
 from ntpcore.core.optim import log_steps
 from ntpcore.lin.data import NTPData, make_synthetic
 from ntpcore.lin.experiments.measures import solution_facts
@@ -23,7 +24,6 @@ from ntpcore.lin.experiments.runs import run_draws, trained_result
 from ntpcore.lin.loss import smoothness_bound
 from ntpcore.lin.svm import ntp_svm_solve
 from ntpcore.lin.training import solution_pair, train_ntp
-from ntpcore.pipeline.cache import cached
 
 __all__ = [
     "DataConfig",

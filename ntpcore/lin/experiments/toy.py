@@ -10,11 +10,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ntpcore.core.cache import cached
 from ntpcore.core.optim import log_steps
 from ntpcore.lin.data import NTPData, make_toy
 from ntpcore.lin.experiments.runs import run_draws, trained_result
 from ntpcore.lin.training import solution_pair, train_ntp
-from ntpcore.pipeline.cache import cached
 
 __all__ = ["ToyConfig", "ToyGDConfig", "run_toy", "run_toy_gd", "run_toy_seeds", "toy_data"]
 
@@ -96,7 +96,7 @@ def run_toy_seeds(
     r"""GD on the toy for several probability draws: the spread of the key quantities.
 
     One cached :func:`run_toy_gd` per seed (``cfg`` with its ``seed`` replaced), run through
-    :func:`ntpcore.pipeline.sweep.map_runs` (in-process, ``n_workers`` local processes or a
+    :func:`ntpcore.core.sweep.map_runs` (in-process, ``n_workers`` local processes or a
     ``dask.distributed`` scheduler; none of them changes what is computed).  Returns, per
     draw, the recorded curves ``<key>_curves`` (draws x records, at ``steps``) and their last
     values ``<key>_end`` for CE, CE - H, the norm, :math:`\cos(W_k, W^{\mathrm{mm}})`,

@@ -1,0 +1,264 @@
+"""Cache computations, not notebooks.
+
+A function decorated with :func:`cached` takes one frozen dataclass (its configuration)
+and returns a ``dict`` of arrays and scalars.  The result is stored as
+``<cache_dir>/<qualname>/<key>.npz`` (arrays) plus ``<key>.json`` (scalars and the
+configuration) where ``key`` is the SHA-256 of the canonical JSON of
+``(qualname, asdict(cfg), ntpcore.__version__, CACHE_SALT)`` (a field marked
+:data:`OMIT_DEFAULT` is left out while it has its default).  Bump :data:`CACHE_SALT`
+whenever numerics change.  Both files are written atomically, the ``.json`` last, so
+an interrupted run leaves either a complete entry or none.
+
+The ``.json`` records the SHA-256 of the ``.npz``.  An entry that cannot be read (a
+truncated archive, an empty or garbled ``.json``, a checksum that does not match) is
+discarded with a warning naming the file, and the result is computed again.
+
+A computation in flight is computed once: the first process takes an exclusive lock on
+``<key>.lock`` for the duration of the computation, and any other process (another
+notebook running at the same time) that needs the same entry waits for the lock and then
+reads the stored result instead of computing it a second time.  ``f.in_flight(cfg)`` says
+whether another process is computing an entry right now, so that a caller that needs
+several entries can compute the free ones first (:func:`free_first`).  ``NTP_CACHE_LOCK=0``
+turns the lock off (each process computes what it lacks, as before the lock existed); it
+exists to measure what the lock saves, and the runner records it in its run record.
+
+Notebook execution itself is never cached: papermill always runs fresh, and the
+function cache makes a re-run after a plot-only change fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import warnings
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+import ntpcore
+from ntpcore.core import paths
+from ntpcore.core.io import atomic_path, write_text_atomic
+from ntpcore.errors import ParameterError
+
+CACHE_SALT = "2026-11-23.1"
+
+Result = dict[str, Any]
+F = TypeVar("F", bound=Callable[..., Result])
+T = TypeVar("T")
+
+
+#: Field metadata of a configuration field left out of the key while it has its default
+#: (``dataclasses.field(default=..., metadata={OMIT_DEFAULT: True})``): a field added after
+#: entries were stored keeps them valid for the configurations that do not use it.  Any
+#: other value is part of the key, as for every field.
+OMIT_DEFAULT = "cache_key_omit_default"
+
+
+def _omitted(f: dataclasses.Field, value: Any) -> bool:
+    return bool(f.metadata.get(OMIT_DEFAULT)) and value == f.default
+
+
+def _canonical(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {
+            f.name: _canonical(getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if not _omitted(f, getattr(obj, f.name))
+        }
+    if isinstance(obj, dict):
+        return {str(k): _canonical(v) for k, v in sorted(obj.items())}
+    if isinstance(obj, list | tuple):
+        return [_canonical(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, float | int | str | bool) or obj is None:
+        return obj
+    raise TypeError(f"cannot use {type(obj).__name__} in a cache key: {obj!r}")
+
+
+def cache_key(qualname: str, cfg: Any) -> str:
+    """SHA-256 key of a configuration (stable across runs and machines)."""
+    payload = json.dumps(
+        [qualname, _canonical(cfg), ntpcore.__version__, CACHE_SALT],
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _split(result: Result) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    arrays: dict[str, np.ndarray] = {}
+    scalars: dict[str, Any] = {}
+    for k, v in result.items():
+        if isinstance(v, np.ndarray):
+            if v.dtype == object:
+                raise TypeError(f"cached result {k!r} is an object array; use numeric arrays")
+            arrays[k] = v
+        else:
+            scalars[k] = _canonical(v)
+    return arrays, scalars
+
+
+class CorruptEntry(Exception):
+    """A cache entry that cannot be read back."""
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _load(meta_path: Path, npz_path: Path) -> Result:
+    """Read one entry; raise :class:`CorruptEntry` with the reason if it is damaged."""
+    try:
+        meta = json.loads(meta_path.read_text())
+        result: Result = dict(meta["scalars"])
+        if meta["arrays"]:
+            digest = meta.get("npz_sha256")
+            if digest is not None and _sha256(npz_path) != digest:
+                raise CorruptEntry(f"{npz_path} does not match its checksum")
+            with np.load(npz_path, allow_pickle=False) as data:
+                result.update({k: data[k] for k in meta["arrays"]})
+    except CorruptEntry:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        raise CorruptEntry(f"{type(exc).__name__}: {exc}") from exc
+    return result
+
+
+def _discard(meta_path: Path, npz_path: Path, reason: str) -> None:
+    warnings.warn(
+        f"discarding a corrupt cache entry {meta_path} ({reason}); computing it again",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    for p in (npz_path, meta_path):
+        p.unlink(missing_ok=True)
+
+
+def lock_enabled() -> bool:
+    """Whether computations take the per-key lock (``NTP_CACHE_LOCK`` unset, ``1`` or ``on``)."""
+    value = os.environ.get("NTP_CACHE_LOCK", "1").strip().lower()
+    if value not in ("0", "1", "off", "on", "false", "true"):
+        raise ParameterError(f"NTP_CACHE_LOCK must be 0/off/false or 1/on/true, got {value!r}")
+    return value in ("1", "on", "true")
+
+
+def _held_elsewhere(lock_path: Path) -> bool:
+    """Whether another open file (another process) holds the lock on ``lock_path``."""
+    if not lock_path.exists():
+        return False
+    with open(lock_path, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+    return False
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``lock_path`` (blocks while another holds it);
+    no lock at all when :func:`lock_enabled` is false."""
+    if not lock_enabled():
+        yield
+        return
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def cached(func: F) -> F:
+    """Decorate ``func(cfg) -> dict`` with an on-disk, input-keyed cache."""
+    qualname = f"{func.__module__}.{func.__qualname__}"
+
+    @functools.wraps(func)
+    def wrapper(cfg: Any) -> Result:
+        if not (dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)):
+            raise TypeError(f"{qualname} expects a dataclass configuration, got {type(cfg)}")
+        key = cache_key(qualname, cfg)
+        folder = paths.cache_dir() / qualname
+        meta_path = folder / f"{key}.json"
+        npz_path = folder / f"{key}.npz"
+
+        def stored() -> Result | None:
+            if not meta_path.exists():
+                return None
+            try:
+                return _load(meta_path, npz_path)
+            except CorruptEntry as exc:
+                _discard(meta_path, npz_path, str(exc))
+                return None
+
+        hit = stored()
+        if hit is not None:
+            return hit
+        with _exclusive(folder / f"{key}.lock"):
+            hit = stored()  # another process may have computed it while we waited
+            if hit is not None:
+                return hit
+            result = func(cfg)
+            if not isinstance(result, dict):
+                raise TypeError(f"{qualname} must return a dict, got {type(result).__name__}")
+            arrays, scalars = _split(result)
+            if arrays:
+                with atomic_path(npz_path) as tmp:
+                    np.savez_compressed(tmp, **arrays)
+            meta = {
+                "qualname": qualname,
+                "config": _canonical(cfg),
+                "ntpcore": ntpcore.__version__,
+                "salt": CACHE_SALT,
+                "arrays": sorted(arrays),
+                "npz_sha256": _sha256(npz_path) if arrays else None,
+                "scalars": scalars,
+            }
+            write_text_atomic(meta_path, json.dumps(meta, indent=1, sort_keys=True))
+        # Return what a cache hit would return, so that a first run and a re-run print
+        # the same thing (plain Python scalars, lists instead of tuples).
+        return {**json.loads(json.dumps(scalars)), **arrays}
+
+    def in_flight(cfg: Any) -> bool:
+        """Whether another process is computing ``cfg``'s entry right now (holds its
+        lock); always false when the lock is off or the entry is stored."""
+        key = cache_key(qualname, cfg)
+        folder = paths.cache_dir() / qualname
+        if not lock_enabled() or (folder / f"{key}.json").exists():
+            return False
+        return _held_elsewhere(folder / f"{key}.lock")
+
+    wrapper.cache_qualname = qualname  # type: ignore[attr-defined]
+    wrapper.in_flight = in_flight  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
+
+
+def free_first(
+    items: Sequence[T], compute: Callable[[T], Result], in_flight: Callable[[T], bool]
+) -> list[Result]:
+    """``[compute(x) for x in items]``, computing first what no other process is computing.
+
+    Before each computation the first item not in flight elsewhere is taken (the first item
+    when all are), so a notebook that needs several cached computations (e.g. three trained
+    models) and finds one of them in another notebook's hands computes the others meanwhile
+    and reads the shared one from the cache at the end, instead of waiting on its lock
+    first.  A serial run keeps the order of ``items``.
+    """
+    results: dict[int, Result] = {}
+    pending = list(range(len(items)))
+    while pending:
+        i = next((j for j in pending if not in_flight(items[j])), pending[0])
+        results[i] = compute(items[i])
+        pending.remove(i)
+    return [results[i] for i in range(len(items))]

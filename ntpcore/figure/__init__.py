@@ -1,0 +1,7 @@
+"""The figure API: what a notebook needs to make one of the book's figures.
+
+``claims`` (the ledger of the paper's statements a figure checks), ``plotting`` (the
+project's style and colours), ``provenance`` (``savefig``: the PNG, its sidecar and the data
+it plots), ``sourcedata`` (the plotted data read back from the figure).  Imports nothing of
+the runner or of the QA tooling.
+"""

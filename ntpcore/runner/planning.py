@@ -1,0 +1,216 @@
+r"""What a run of the runner will do, decided before any kernel starts: the figures of the
+registry and their parameters (:func:`plan`: every override validated against the
+notebook's ``parameters`` cell, ``--set`` values parsed as typed, memory and time estimated
+and refused beyond this machine unless forced), and their order (:func:`order_jobs`: a figure
+whose cached computations others read starts first, its readers last).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from ntpcore.core import paths
+from ntpcore.errors import ParameterError
+from ntpcore.runner.registry import (
+    FigureEntry,
+    RegistryError,
+    parse_parameters,
+    validate_overrides,
+)
+
+#: Per-cell time limit (seconds) by profile: a quick-profile cell never legitimately takes
+#: minutes, so a hung kernel fails the run instead of stalling CI; paper-profile cells
+#: may train for an hour on a CPU and have no limit.
+CELL_TIMEOUT = {"quick": 600.0, "paper": None}
+
+__all__ = [
+    "CELL_TIMEOUT",
+    "Job",
+    "MAX_MINUTES",
+    "ORDERS",
+    "check_resources",
+    "list_text",
+    "machine_memory_gb",
+    "order_jobs",
+    "parse_set",
+    "plan",
+]
+
+
+@dataclass(frozen=True)
+class Job:
+    entry: FigureEntry
+    profile: str
+    parameters: dict[str, Any]
+    adhoc: dict[str, Any] = field(default_factory=dict)
+    cell_timeout: float | None = None
+
+
+def list_text(registry: dict) -> str:
+    """The registry as ``--list`` prints it: id, the paper's label, notebook, in aligned
+    columns; a figure beyond the paper (label "-" or "—") reads "— (beyond the paper)" or keeps
+    what the registry adds in brackets."""
+
+    def label(text: str) -> str:
+        text = text.strip()
+        if text in ("", "-", "—"):
+            return "— (beyond the paper)"
+        return "—" + text[1:] if text.startswith("-") else text
+
+    rows = [(fig_id, label(e.paper_label), str(e.notebook)) for fig_id, e in registry.items()]
+    w_id = max(len(r[0]) for r in rows)
+    w_label = max(len(r[1]) for r in rows)
+    head = ("figure", "paper label", "notebook")
+    lines = [f"{head[0]:{w_id}s}  {head[1]:{w_label}s}  {head[2]}"]
+    lines += [f"{i:{w_id}s}  {lab:{w_label}s}  {nb}" for i, lab, nb in rows]
+    return "\n".join(lines)
+
+
+def parse_set(items: list[str]) -> dict[str, Any]:
+    """Parse ``KEY=VALUE`` strings; values are read as YAML (numbers, bools, lists)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ParameterError(f"--set expects KEY=VALUE, got {item!r}")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if not key.isidentifier():
+            raise ParameterError(f"--set: {key!r} is not a valid parameter name")
+        value = yaml.safe_load(raw) if raw.strip() else ""
+        if isinstance(value, str):  # YAML reads 1e-3, nan and inf as strings
+            word = value.strip().lower().lstrip("+")
+            if word in ("nan", "inf", "-inf", "infinity", "-infinity"):
+                value = float(word)
+            else:
+                try:
+                    value = float(value) if any(c in value for c in ".eE") else int(value)
+                except ValueError:
+                    pass
+        if key in out:
+            raise ParameterError(f"--set {key} is given twice")
+        out[key] = value
+    return out
+
+
+#: A run longer than this (estimated from the registry's ``resources``) needs --force.
+MAX_MINUTES = 24 * 60
+
+
+def machine_memory_gb() -> float:
+    """Physical memory of this machine in GB (10^9 bytes)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+
+
+def _driver(entry: FigureEntry, params: dict[str, Any], key: str) -> str:
+    """The parameter an estimate grows with most: halving it lowers ``key`` the most."""
+    expr = entry.resources.get(key, "")
+    base = entry.estimate(params)[key]
+    best, name = 0.0, None
+    for p, v in params.items():
+        numeric = isinstance(v, int | float) and not isinstance(v, bool)
+        if not numeric or not re.search(rf"\b{p}\b", expr):
+            continue
+        drop = base - entry.estimate({**params, p: v / 2})[key]
+        if drop > best:
+            best, name = drop, p
+    return f"; it grows with {name} (= {params[name]:g} here)" if name else ""
+
+
+def check_resources(entry: FigureEntry, params: dict[str, Any], force: bool) -> dict[str, float]:
+    """Estimate memory and time from the parameters; refuse what this machine cannot do,
+    naming the parameter the estimate grows with most."""
+    est = entry.estimate(params)
+    if force:
+        return est
+    mem, have = est.get("memory_gb"), machine_memory_gb()
+    if mem is not None and mem > 0.8 * have:
+        raise ParameterError(
+            f"{entry.fig_id}: these parameters need about {mem:.3g} GB of memory and this "
+            f"machine has {have:.3g} GB{_driver(entry, params, 'memory_gb')}; lower it, or "
+            "pass --force to try anyway"
+        )
+    minutes = est.get("minutes")
+    if minutes is not None and minutes > MAX_MINUTES:
+        raise ParameterError(
+            f"{entry.fig_id}: these parameters need about {minutes / 60:.3g} hours"
+            f"{_driver(entry, params, 'minutes')}; lower it, or pass --force to run anyway"
+        )
+    return est
+
+
+def plan(
+    ids: list[str] | None,
+    profile: str,
+    adhoc: dict[str, Any],
+    registry: dict[str, FigureEntry],
+    force: bool = False,
+) -> list[Job]:
+    """Build and validate all jobs; raises before anything runs."""
+    if profile not in ("paper", "quick"):
+        raise ParameterError(f"--profile must be 'paper' or 'quick', got {profile!r}")
+    reserved = sorted({"fig_id", "profile"} & set(adhoc))
+    if reserved:
+        raise ParameterError(
+            f"--set {reserved[0]}=... is not allowed: the runner sets fig_id from --only and "
+            f"profile from --profile"
+        )
+    selected = list(dict.fromkeys(ids)) if ids else list(registry)
+    unknown = [i for i in selected if i not in registry]
+    if unknown:
+        raise ParameterError(f"unknown figure id(s) {unknown}; see --list")
+    jobs = []
+    for fig_id in selected:
+        entry = registry[fig_id]
+        if not entry.notebook_path.exists():
+            raise RegistryError(f"{fig_id}: notebook {entry.notebook} does not exist")
+        specs = parse_parameters(entry.notebook_path)
+        for required in ("fig_id", "profile"):
+            if required not in specs:
+                raise RegistryError(f"{entry.notebook}: parameters cell must declare {required!r}")
+        # file paths come back absolute: a registry path from the repository root, a --set
+        # path from the directory the command runs in (the kernel runs in notebooks/)
+        registry_params = validate_overrides(
+            specs, entry.params, "registry params", fig_id, paths.ROOT
+        )
+        if profile == "quick":
+            registry_params |= validate_overrides(
+                specs, entry.quick, "registry quick", fig_id, paths.ROOT
+            )
+        given = validate_overrides(specs, adhoc, "--set", fig_id)
+        params = {**registry_params, **given, "fig_id": fig_id, "profile": profile}
+        check_resources(entry, {k: s.default for k, s in specs.items()} | params, force)
+        jobs.append(Job(entry, profile, params, given, CELL_TIMEOUT[profile]))
+    return jobs
+
+
+#: Job orders of ``--order``: ``reuse`` (default, see :func:`order_jobs`), ``registry``.
+ORDERS = ("reuse", "registry")
+
+
+def order_jobs(jobs: list[Job], how: str = "reuse") -> list[Job]:
+    """The order in which ``jobs`` start.
+
+    ``reuse``: first the figures whose cached results another selected figure reuses (they
+    compute them), then the figures that reuse nothing, then the figures that reuse a
+    selected figure's results; the given order is kept within each group.  Results never
+    depend on the order (every computation is keyed by its parameters in the cache); only
+    the wall time of a parallel run does.  ``registry``: the given order.
+    """
+    if how not in ORDERS:
+        raise ParameterError(f"--order must be one of {list(ORDERS)}, got {how!r}")
+    if how == "registry":
+        return list(jobs)
+    selected = {job.entry.fig_id for job in jobs}
+    reused = {other for job in jobs for other in job.entry.reuses}
+
+    def group(job: Job) -> int:
+        if job.entry.fig_id in reused:
+            return 0
+        return 2 if selected & set(job.entry.reuses) else 1
+
+    return sorted(jobs, key=group)

@@ -1,0 +1,564 @@
+"""The figures registry (``figures.yml``) and the notebooks' ``parameters`` cells.
+
+The registry is the single source of truth: figure id -> notebook, parameter overrides
+(``params``), quick-profile overrides (``quick``), paper and figure label as printed in
+the paper, the statements the figure claims, each with the ids of the ledger claims that
+test it (``claims``: ``[{says: "...", checked_by: [id, ...]}]``, see :class:`Statement` and
+:func:`check_claim_map`), what the figure shows beyond them (``shown``: how the shown run
+was chosen, what a band means), the name of the sidecar metric that best summarises it
+(``key_metric``, shown on the *Reproducing this book* page), where the figure departs
+from the paper's data or optimizer (``deviations``, rendered in the caption), and an
+estimate of the memory and time a run needs from its parameters (``resources``: Python
+arithmetic over the notebook's numeric parameters, e.g.
+``memory_gb: "8e-9 * (n_steps + 1) * 3"``), which the runner checks before any kernel starts,
+and the figures whose cached computations (trained models) a figure reads (``reuses``), from
+which the runner orders a parallel run (:func:`ntpcore.runner.planning.order_jobs`).
+
+A notebook's parameters cell holds literal assignments only, one per line, each with a
+comment.  The comment may start with a constraint in square brackets, which the runner
+checks before any kernel starts::
+
+    step_size = 0.5  # [>0] eta, the GD step size
+    n_steps = 1000  # [1,inf] number of steps (closed interval; inf allowed)
+    profile = "paper"  # [paper|quick] ...
+    frac = 0.3  # [0,1] fraction of ...
+
+Comments must not contain ``=``: papermill cannot read such a line (write ``[1,inf]``
+rather than ``[>=1]``).
+
+A string parameter that also takes a file lists ``<text file>`` among its choices::
+
+    corpus = "enwiki-shortened"  # [enwiki-shortened|lee_background|<text file>] ...
+
+A value that is not one of the names must then be the path of a readable UTF-8 text file
+(:func:`ntpcore.core.io.read_utf8_text`; the error names the file and, for bytes that are
+not UTF-8, the offset of the first one and how to convert it).  A relative path is taken
+from the directory the command runs in (a registry value: from the repository root), and
+:func:`validate_overrides` returns it absolute, since the kernel runs in ``notebooks/``.
+
+Types come from the literal default: an ``int`` is accepted where the default is a
+``float``; ``bool`` is never taken for a number.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import math
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import yaml
+
+from ntpcore.core import paths
+from ntpcore.core.io import read_utf8_text
+from ntpcore.errors import DataError, ParameterError
+
+PAPERS = {"lin": "linear", "geo": "geometry", "att": "attention", "perf": "performance"}
+ID_RE = re.compile(r"^(lin|geo|att|perf)-[a-z0-9]+(-[a-z0-9]+)*$")
+REQUIRED = ("paper", "paper_label", "title", "notebook", "claims")
+OPTIONAL = ("params", "quick", "resources")
+SCALARS = ("key_metric", "deviations", "reuses", "shown")
+STATEMENT_KEYS = ("says", "checked_by")
+#: a ledger claim id as the notebooks write it (ntpcore.figure.claims), without the figure prefix
+CLAIM_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+RESOURCE_KEYS = ("memory_gb", "minutes")
+#: The choice of a string parameter's constraint that admits the path of a UTF-8 text file.
+TEXT_FILE = "<text file>"
+
+
+class RegistryError(ValueError):
+    """figures.yml is malformed or inconsistent with the notebooks."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement a figure claims (``says``, a sentence of the caption) and the ids of the
+    figure's ledger claims that test it (``checked_by``, as the notebook's
+    :meth:`ntpcore.figure.claims.Ledger.check` names them, without the figure prefix)."""
+
+    says: str
+    checked_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FigureEntry:
+    """One entry of figures.yml."""
+
+    fig_id: str
+    paper: str
+    paper_label: str
+    title: str
+    notebook: str
+    claims: tuple[Statement, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+    quick: dict[str, Any] = field(default_factory=dict)
+    key_metric: str = ""
+    deviations: tuple[str, ...] = ()
+    resources: dict[str, str] = field(default_factory=dict)
+    #: Figures that compute cached results this figure reads (e.g. a trained model).
+    reuses: tuple[str, ...] = ()
+    #: what the figure shows beyond its claims (which run is drawn, what a band means)
+    shown: str = ""
+
+    @property
+    def claim_text(self) -> str:
+        """The statements as one paragraph (the caption's *Claim*)."""
+        return " ".join(s.says for s in self.claims)
+
+    def estimate(self, params: dict[str, Any]) -> dict[str, float]:
+        """Evaluate the ``resources`` expressions with the run's parameters."""
+        return {
+            k: evaluate(expr, params, f"{self.fig_id}: resources.{k}")
+            for k, expr in self.resources.items()
+        }
+
+    @property
+    def notebook_path(self) -> Path:
+        return paths.ROOT / self.notebook
+
+    def overrides(self, profile: str) -> dict[str, Any]:
+        """Registry overrides for a profile: ``params``, then ``quick`` on top."""
+        merged = dict(self.params)
+        if profile == "quick":
+            merged.update(self.quick)
+        return merged
+
+
+def load_registry(path: Path | None = None) -> dict[str, FigureEntry]:
+    """Read and check figures.yml; raise :class:`RegistryError` naming the bad entry."""
+    path = path or paths.REGISTRY
+    if not path.is_file():
+        raise RegistryError(
+            f"{path} does not exist"
+            + (
+                ""
+                if paths.CHECKOUT
+                else ": the registry and the runner need a checkout of the repository; with "
+                "the package installed, run a template notebook (it writes ntp-outputs/ "
+                "beside itself)"
+            )
+        )
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise RegistryError(f"{path.name} is not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise RegistryError(f"{path.name} must map figure ids to entries")
+    entries: dict[str, FigureEntry] = {}
+    for fig_id, body in raw.items():
+        if not isinstance(fig_id, str) or not ID_RE.match(fig_id):
+            raise RegistryError(
+                f"figure id {fig_id!r} must be '<paper>-<slug>' in kebab-case, "
+                f"with paper in {sorted(PAPERS)}"
+            )
+        if not isinstance(body, dict):
+            raise RegistryError(f"{fig_id}: entry must be a mapping")
+        missing = [k for k in REQUIRED if k not in body]
+        unknown = sorted(set(body) - set(REQUIRED) - set(OPTIONAL) - set(SCALARS))
+        if "claim" in body:
+            raise RegistryError(
+                f"{fig_id}: 'claim' is now 'claims', a list of statements, each with the ledger "
+                f'claims that test it: claims: [{{says: "...", checked_by: [<claim id>, ...]}}] '
+                f"(descriptions of the shown run go under 'shown')"
+            )
+        if missing or unknown:
+            raise RegistryError(f"{fig_id}: missing keys {missing}, unknown keys {unknown}")
+        if body["paper"] != fig_id.split("-")[0]:
+            raise RegistryError(f"{fig_id}: paper {body['paper']!r} does not match the id prefix")
+        for key in OPTIONAL:
+            if not isinstance(body.get(key) or {}, dict):
+                raise RegistryError(f"{fig_id}: {key} must be a mapping of parameter overrides")
+        entries[fig_id] = FigureEntry(
+            fig_id=fig_id,
+            paper=body["paper"],
+            paper_label=str(body["paper_label"]),
+            title=str(body["title"]),
+            notebook=str(body["notebook"]),
+            claims=_statements(fig_id, body["claims"]),
+            params=dict(body.get("params") or {}),
+            quick=dict(body.get("quick") or {}),
+            key_metric=str(body.get("key_metric") or ""),
+            deviations=_deviations(fig_id, body.get("deviations")),
+            resources=_resources(fig_id, body.get("resources")),
+            reuses=_reuses(fig_id, body.get("reuses")),
+            shown=_shown(fig_id, body.get("shown")),
+        )
+    _check_reuses(entries)
+    return entries
+
+
+def _statements(fig_id: str, raw: Any) -> tuple[Statement, ...]:
+    """``claims``: a non-empty list of ``{says: <sentence>, checked_by: [<claim id>, ...]}``."""
+    if not isinstance(raw, list) or not raw:
+        raise RegistryError(
+            f"{fig_id}: claims must be a non-empty list of statements "
+            f"{{says: <sentence>, checked_by: [<claim id>, ...]}}"
+        )
+    out = []
+    for k, item in enumerate(raw, 1):
+        where = f"{fig_id}: claims[{k}]"
+        if not isinstance(item, dict):
+            raise RegistryError(f"{where} must be a mapping {{says: ..., checked_by: [...]}}")
+        missing = [key for key in STATEMENT_KEYS if key not in item]
+        unknown = sorted(set(item) - set(STATEMENT_KEYS))
+        if missing or unknown:
+            raise RegistryError(f"{where}: missing keys {missing}, unknown keys {unknown}")
+        says = item["says"]
+        if not isinstance(says, str) or not says.strip():
+            raise RegistryError(f"{where}: says must be a sentence")
+        ids = item["checked_by"]
+        if not isinstance(ids, list) or not ids:
+            raise RegistryError(
+                f"{where} ({says[:40]!r}...): checked_by must name at least one ledger claim "
+                f"of the figure that tests the statement"
+            )
+        bad = [i for i in ids if not isinstance(i, str) or not CLAIM_ID_RE.match(i)]
+        if bad:
+            raise RegistryError(
+                f"{where}: checked_by ids must be the notebook's kebab-case claim ids without "
+                f"the figure prefix, got {bad}"
+            )
+        if len(set(ids)) != len(ids):
+            raise RegistryError(f"{where}: checked_by names a claim twice: {ids}")
+        out.append(Statement(" ".join(says.split()), tuple(ids)))
+    return tuple(out)
+
+
+def _shown(fig_id: str, raw: Any) -> str:
+    if raw is None:
+        return ""
+    if not isinstance(raw, str) or not raw.strip():
+        raise RegistryError(f"{fig_id}: shown must be a sentence")
+    return " ".join(raw.split())
+
+
+def check_claim_map(
+    entries: dict[str, FigureEntry], ledger: dict[str, dict[str, str]]
+) -> list[str]:
+    """What is wrong with the map from the registry's statements to the ledger's claims.
+
+    ``ledger`` maps a figure id to its claims, short id -> the tag its line prints
+    (``PASS``, ``FAIL``, ``SKIP`` or ``CHECK``; the golden files hold every claim of the quick
+    profile, paper-only ones as ``SKIP``: :func:`tools.qa.golden.claim_tags`).  A
+    statement must name at least one claim, every name must be a claim of the figure, and a
+    statement checked only by sanity checks (``CHECK``: guaranteed by mathematics or the
+    construction) is not tested.  Returns one line per problem (empty: the map is sound).
+    """
+    problems = []
+    for fig_id, entry in entries.items():
+        tags = ledger.get(fig_id)
+        if tags is None:
+            problems.append(f"{fig_id}: no ledger claims recorded for the figure")
+            continue
+        for k, st in enumerate(entry.claims, 1):
+            where = f"{fig_id}: claims[{k}] ({st.says[:50]!r})"
+            if not st.checked_by:
+                problems.append(f"{where}: names no ledger claim")
+            unknown = [i for i in st.checked_by if i not in tags]
+            if unknown:
+                problems.append(
+                    f"{where}: checked_by names {unknown}, which the figure's ledger does not "
+                    f"check (its claims: {', '.join(sorted(tags))})"
+                )
+            known = [i for i in st.checked_by if i in tags]
+            if known and all(tags[i] == "CHECK" for i in known):
+                problems.append(
+                    f"{where}: checked only by sanity checks {known}, which test no claim of the "
+                    f"paper; name a claim that can fail"
+                )
+    return problems
+
+
+def _reuses(fig_id: str, raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw) or not raw:
+        raise RegistryError(f"{fig_id}: reuses must be a non-empty list of figure ids")
+    return tuple(raw)
+
+
+def _check_reuses(entries: dict[str, FigureEntry]) -> None:
+    """A figure reuses registry figures other than itself, which reuse nothing (one level:
+    the figure that computes a shared result is the one that starts first)."""
+    for fig_id, e in entries.items():
+        for other in e.reuses:
+            if other not in entries:
+                raise RegistryError(f"{fig_id}: reuses unknown figure {other!r}")
+            if other == fig_id:
+                raise RegistryError(f"{fig_id}: a figure cannot reuse itself")
+            if entries[other].reuses:
+                raise RegistryError(
+                    f"{fig_id}: reuses {other}, which itself reuses {list(entries[other].reuses)}; "
+                    f"name the figure that computes the shared result"
+                )
+
+
+def _deviations(fig_id: str, raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not all(isinstance(s, str) and s.strip() for s in items):
+        raise RegistryError(f"{fig_id}: deviations must be a sentence or a list of sentences")
+    return tuple(s.strip() for s in items)
+
+
+def _resources(fig_id: str, raw: Any) -> dict[str, str]:
+    raw = raw or {}
+    unknown = sorted(set(raw) - set(RESOURCE_KEYS))
+    if unknown:
+        raise RegistryError(f"{fig_id}: unknown resources {unknown}; known: {RESOURCE_KEYS}")
+    out = {k: str(v) for k, v in raw.items()}
+    for k, expr in out.items():
+        _parse_expression(expr, f"{fig_id}: resources.{k}")
+    return out
+
+
+_FUNCS = {"min": min, "max": max, "log2": math.log2, "log10": math.log10, "sqrt": math.sqrt}
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Pow: lambda a, b: a**b,
+}
+
+
+def _parse_expression(expr: str, where: str) -> ast.Expression:
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as exc:
+        raise RegistryError(f"{where}: {expr!r} is not an arithmetic expression") from exc
+    for node in ast.walk(tree):
+        ok = isinstance(
+            node,
+            ast.Expression
+            | ast.BinOp
+            | ast.UnaryOp
+            | ast.Constant
+            | ast.Name
+            | ast.Load
+            | ast.Call
+            | ast.operator
+            | ast.unaryop,
+        )
+        if isinstance(node, ast.Call):
+            ok = isinstance(node.func, ast.Name) and node.func.id in _FUNCS and not node.keywords
+        if isinstance(node, ast.Constant):
+            ok = isinstance(node.value, int | float) and not isinstance(node.value, bool)
+        if not ok:
+            raise RegistryError(f"{where}: only arithmetic is allowed, got {expr!r}")
+    return tree
+
+
+def evaluate(expr: str, params: dict[str, Any], where: str) -> float:
+    """Evaluate a ``resources`` expression over numeric parameters (no other Python)."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            value = params.get(node.id)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise RegistryError(f"{where}: {node.id!r} is not a numeric parameter")
+            return float(value)
+        if isinstance(node, ast.UnaryOp):
+            return -ev(node.operand) if isinstance(node.op, ast.USub) else ev(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.Call):
+            return float(_FUNCS[node.func.id](*(ev(a) for a in node.args)))
+        raise RegistryError(f"{where}: unsupported expression")
+
+    return ev(_parse_expression(expr, where))
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """A parameter declared in a notebook's parameters cell."""
+
+    name: str
+    default: Any
+    help: str
+    constraint: str | None
+
+    @property
+    def type_name(self) -> str:
+        return type(self.default).__name__
+
+    @property
+    def choices(self) -> list[str]:
+        """The names a ``[a|b|c]`` constraint allows (``[]`` for other constraints)."""
+        c = (self.constraint or "").strip()
+        if "|" in c or c.isidentifier():
+            return [s.strip() for s in c.split("|")]
+        return []
+
+    def takes_file(self, value: Any) -> bool:
+        """Whether ``value`` is a file path here: the constraint lists ``<text file>`` and
+        ``value`` is a string that is none of its names."""
+        choices = self.choices
+        return TEXT_FILE in choices and isinstance(value, str) and value not in choices
+
+    def check(self, value: Any, source: str, base: Path | None = None) -> Any:
+        """Raise :class:`ParameterError` if ``value`` does not fit this parameter; return
+        it, a file path made absolute (relative to ``base``, default the current directory)."""
+        where = f"parameter {self.name!r} ({source})"
+        _check_type(self.default, value, where)
+        if self.takes_file(value):
+            path = Path(base or Path.cwd()) / Path(value).expanduser()
+            names = [c for c in self.choices if c != TEXT_FILE]
+            if not path.exists():
+                raise ParameterError(
+                    f"{where}: {value!r} is neither one of {names} nor an existing file "
+                    f"({path} does not exist)"
+                )
+            try:
+                read_utf8_text(path, "text file")
+            except DataError as exc:
+                raise ParameterError(f"{where}: {exc}") from exc
+            return str(path.resolve())
+        if self.constraint:
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                _check_constraint(self.constraint, item, where)
+        return value
+
+
+def _check_type(default: Any, value: Any, where: str) -> None:
+    if default is None:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if ok and not math.isfinite(value):
+            raise ParameterError(f"{where}: must be finite, got {value!r}")
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+    elif isinstance(default, list | tuple):
+        ok = isinstance(value, list | tuple)
+        if ok and default:
+            for item in value:
+                _check_type(default[0], item, where + " element")
+    else:
+        ok = type(value) is type(default)
+    if not ok:
+        raise ParameterError(
+            f"{where}: expected {type(default).__name__} like the default {default!r}, "
+            f"got {type(value).__name__} {value!r}"
+        )
+
+
+_CMP = re.compile(r"^(>=|<=|>|<)\s*(-?[0-9.eE+-]+)$")
+_NUM = r"(-?inf|-?[0-9.eE+-]+)"
+_INTERVAL = re.compile(rf"^{_NUM}\s*,\s*{_NUM}$")
+
+
+def _check_constraint(constraint: str, value: Any, where: str) -> None:
+    c = constraint.strip()
+    if m := _CMP.match(c):
+        op, bound = m.group(1), float(m.group(2))
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return
+        ok = {">": value > bound, ">=": value >= bound, "<": value < bound, "<=": value <= bound}[
+            op
+        ]
+        if not ok:
+            raise ParameterError(f"{where}: must be {op} {m.group(2)}, got {value!r}")
+    elif m := _INTERVAL.match(c):
+        lo, hi = float(m.group(1)), float(m.group(2))
+        if isinstance(value, int | float) and not isinstance(value, bool) and not lo <= value <= hi:
+            raise ParameterError(
+                f"{where}: must lie in [{m.group(1)}, {m.group(2)}], got {value!r}"
+            )
+    elif "|" in c or c.isidentifier():
+        choices = [s.strip() for s in c.split("|")]
+        if str(value) not in choices:
+            raise ParameterError(f"{where}: must be one of {choices}, got {value!r}")
+    else:
+        raise RegistryError(f"{where}: cannot read the constraint [{constraint}]")
+
+
+def parameters_cell(nb_path: Path) -> str:
+    """Source of the cell tagged ``parameters`` (exactly one must exist)."""
+    nb = nbformat.read(nb_path, as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise RegistryError(
+            f"{nb_path.name}: expected one cell tagged 'parameters', found {len(cells)}"
+        )
+    return cells[0].source
+
+
+def parse_parameters(nb_path: Path) -> dict[str, ParamSpec]:
+    """Read the parameters cell: literal assignments with their comments."""
+    source = parameters_cell(nb_path)
+    comments: dict[int, str] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            comments[tok.start[0]] = tok.string.lstrip("#").strip()
+    specs: dict[str, ParamSpec] = {}
+    for node in ast.parse(source).body:
+        if not (
+            isinstance(node, ast.Assign | ast.AnnAssign)
+            and isinstance(
+                node.targets[0] if isinstance(node, ast.Assign) else node.target, ast.Name
+            )
+        ):
+            raise RegistryError(
+                f"{nb_path.name}: parameters cell line {node.lineno} is not a simple assignment"
+            )
+        target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+        try:
+            default = ast.literal_eval(node.value)
+        except ValueError as exc:
+            raise RegistryError(
+                f"{nb_path.name}: parameter {target.id!r} must be a literal (line {node.lineno})"
+            ) from exc
+        comment = comments.get(node.lineno, "")
+        if "=" in comment:
+            raise RegistryError(
+                f"{nb_path.name}: the comment of parameter {target.id!r} contains '=', which "
+                f"papermill cannot parse; write [1,inf] instead of [>=1]"
+            )
+        constraint = None
+        if m := re.match(r"^\[([^\]]*)\]\s*(.*)$", comment):
+            constraint, comment = m.group(1), m.group(2)
+        specs[target.id] = ParamSpec(target.id, default, comment, constraint)
+    return specs
+
+
+def validate_overrides(
+    specs: dict[str, ParamSpec],
+    overrides: dict[str, Any],
+    source: str,
+    fig_id: str,
+    base: Path | None = None,
+) -> dict[str, Any]:
+    """Check override keys, types and ranges; raise :class:`ParameterError` naming the key.
+
+    Returns the overrides with file paths made absolute (relative ones are taken from
+    ``base``, default the current directory).
+    """
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if key not in specs:
+            known = ", ".join(sorted(specs))
+            raise ParameterError(
+                f"{fig_id}: unknown parameter {key!r} ({source}); the notebook declares: {known}"
+            )
+        out[key] = specs[key].check(value, f"{fig_id}, {source}", base)
+    return out

@@ -1,0 +1,458 @@
+r"""One figure's notebook run by papermill in a private staging folder, then settled: published
+atomically (``book/executed/<id>.ipynb``, ``book/figures/<id>.*``) when it ran and its claims
+hold, kept for reading under ``_build/failed/`` when they do not, with the error naming the
+notebook, the cell and the cause.  The kernels get :data:`KERNEL_ENV` (one thread, a fixed
+hash seed, no progress bars).  The same steps serve a local run and a dask worker
+(:func:`stage_on_worker`, :mod:`ntpcore.runner.cluster`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from ntpcore.core import paths
+from ntpcore.errors import ParameterError
+from ntpcore.figure import claims as claims_mod
+from ntpcore.runner import bookrefs
+from ntpcore.runner.planning import Job
+from ntpcore.runner.registry import (
+    parse_parameters,
+)
+
+__all__ = [
+    "AFTER",
+    "FAILED_DIR",
+    "INJECTED_TAGS",
+    "KERNEL_ARGS",
+    "KERNEL_ENV",
+    "KERNEL_START_FAILURES",
+    "KERNEL_START_TRIES",
+    "Outcome",
+    "REQUIRE_CLAIMS",
+    "STAGING_PREFIX",
+    "Staged",
+    "WIDGET_MIME",
+    "destinations",
+    "new_staging",
+    "relative_to_root",
+    "remove_staging",
+    "run_job",
+    "settle",
+    "settle_files",
+    "stage_job",
+    "stage_on_worker",
+]
+
+
+#: Environment given to every kernel for reproducible numerics.
+#: ``NTP_PROGRESS=0``: no progress bar inside a kernel (:mod:`ntpcore.core.progress`).
+KERNEL_ENV = {
+    "PYTHONHASHSEED": "0",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "NTP_PROGRESS": "0",
+}
+#: Arguments of every kernel: its own log (a warning about TCP transport at each start, and
+#: a KeyboardInterrupt logged while a kernel is being shut down) stays out of the runner's
+#: output; a kernel that dies is reported by the runner, with the notebook and cell.
+KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]
+#: Display tags copied onto papermill's injected-parameters cell (papermill#731).
+INJECTED_TAGS = ("hide-input",)
+FAILED_DIR = paths.ROOT / "_build" / "failed"
+#: Staging folders are ``_build/<prefix><fig_id>-*``; the prefix carries the runner's pid so
+#: an interrupted run removes exactly its own.
+STAGING_PREFIX = f"ntp-{os.getpid()}-"
+#: Every figure must record at least one claim evaluated in the profile it ran in.
+REQUIRE_CLAIMS = True
+
+
+@dataclass(frozen=True)
+class Outcome:
+    fig_id: str
+    ok: bool
+    wall_time_s: float
+    message: str = ""
+    claims: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[str, ...] = ()  # warnings the kernel printed (echoed on the terminal)
+    #: When the notebook started (seconds since the epoch) and which process ran it
+    #: (``host:pid``): the run record's timeline of the workers.
+    started: float = 0.0
+    worker: str = ""
+
+    def claims_summary(self) -> str:
+        if not self.claims:
+            return "no claims"
+        n = claims_mod.tally(list(self.claims))
+        text = f"{n['claims']} claims: {n['pass']} hold"
+        if n["fail"]:
+            text += f", {n['fail']} do not"
+        if n["not-evaluated"]:
+            text += f", {n['not-evaluated']} not evaluated"
+        if n["sanity"]:
+            text += f"; {n['sanity']} sanity check(s)"
+        return text
+
+
+def _parameter_error(exc: BaseException) -> str | None:
+    """The message of a :class:`~ntpcore.errors.ParameterError` a notebook raised: a
+    parameter that only the notebook can check (e.g. a corpus too small for the requested
+    sizes), or ``None`` for any other failure."""
+    import papermill.exceptions as pmx
+
+    if isinstance(exc, pmx.PapermillExecutionError) and exc.ename == ParameterError.__name__:
+        return str(exc.evalue)
+    return None
+
+
+def _describe_failure(exc: BaseException, nb_name: str, fig_id: str = "") -> str:
+    """What went wrong, for the terminal: a parameter the notebook refused is one line (its
+    message, which says what the parameters may be); any other failure names the notebook,
+    the cell and the exception."""
+    import papermill.exceptions as pmx
+
+    refused = _parameter_error(exc)
+    if refused is not None:
+        return f"{fig_id or nb_name}: {refused}"
+    if isinstance(exc, pmx.PapermillExecutionError):
+        first = (exc.source or "").strip().splitlines()
+        return (
+            f"{nb_name}: cell {exc.cell_index} of the executed copy (0-based, counting "
+            f"papermill's injected cell; execution count {exc.exec_count}) raised "
+            f"{exc.ename}: {exc.evalue}\n    first line of the cell: {first[0] if first else ''}"
+        )
+    return f"{nb_name}: {type(exc).__name__}: {exc}"
+
+
+#: What jupyter_client raises when a kernel process ends before it answers its first request
+#: (seen on a loaded machine, when kernels of several processes start at once): no cell ran,
+#: so the start is tried again.
+KERNEL_START_FAILURES = ("Kernel died before replying to kernel_info", "Kernel didn't respond")
+KERNEL_START_TRIES = 3
+
+
+def _execute(execute, fig_id: str, *args, **kwargs) -> None:
+    """``execute(*args, **kwargs)`` (papermill), tried again when the kernel fails to start."""
+    for attempt in range(1, KERNEL_START_TRIES + 1):
+        try:
+            execute(*args, **kwargs)
+            return
+        except RuntimeError as exc:
+            if attempt == KERNEL_START_TRIES or not any(
+                s in str(exc) for s in KERNEL_START_FAILURES
+            ):
+                raise
+            print(
+                f"note: the kernel of {fig_id} did not start ({exc}); starting it again",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+#: What happens to a staged run's files: published, kept under the failed folder with the
+#: failed claims named (``claims``), kept with the traceback's location named (``error``),
+#: kept silently (``refused``: a parameter the notebook refused stays one line), or dropped.
+AFTER = ("publish", "claims", "error", "refused", "drop")
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A notebook run in a staging folder, not yet published: its outcome (the message
+    without where its files were kept) and what :func:`settle` does with its files."""
+
+    outcome: Outcome
+    after: str
+
+
+def new_staging(fig_id: str) -> Path:
+    """A private staging folder ``_build/<STAGING_PREFIX><fig_id>-*`` with ``figures/``."""
+    (paths.ROOT / "_build").mkdir(exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{fig_id}-", dir=paths.ROOT / "_build"))
+    (staging / "figures").mkdir()
+    return staging
+
+
+def run_job(job: Job, progress: bool = True) -> Outcome:
+    """Execute one notebook in a staging folder and publish its outputs on success."""
+    # Resolved before NTP_FIGURE_DIR points at the staging folder.  A run with --set is an
+    # exploration: it never replaces the book's figure.
+    fig_dir, executed_dir = destinations(job)
+    staging = new_staging(job.entry.fig_id)
+    try:
+        return settle(job, stage_job(job, staging, progress), staging, fig_dir, executed_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def destinations(job: Job) -> tuple[Path, Path]:
+    """Where ``job``'s figures and executed notebook are published."""
+    fig_id = job.entry.fig_id
+    if job.adhoc:
+        return paths.explore_dir(fig_id), paths.explore_dir(fig_id)
+    return paths.figure_dir(), paths.executed_dir()
+
+
+def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
+    """Execute ``job``'s notebook into ``staging`` (``<fig_id>.ipynb`` and ``figures/``),
+    complete its sidecar and executed copy, and judge its claims; publish nothing.  This is
+    the part of a figure that runs on a dask worker under ``--scheduler``."""
+    import papermill
+
+    fig_id = job.entry.fig_id
+    fig_stage = staging / "figures"
+    executed = staging / f"{fig_id}.ipynb"
+    saved_env = {k: os.environ.get(k) for k in (*KERNEL_ENV, "NTP_FIGURE_DIR")}
+    os.environ.update(KERNEL_ENV)
+    os.environ["NTP_FIGURE_DIR"] = str(fig_stage)
+    t0 = time.perf_counter()
+    when = {"started": time.time(), "worker": f"{platform.node()}:{os.getpid()}"}
+    try:
+        _execute(
+            papermill.execute_notebook,
+            fig_id,
+            str(job.entry.notebook_path),
+            str(executed),
+            parameters=job.parameters,
+            cwd=str(paths.NOTEBOOK_DIR),
+            kernel_name="python3",
+            execution_timeout=job.cell_timeout,
+            progress_bar=progress,
+            log_output=False,
+            extra_arguments=KERNEL_ARGS,
+        )
+        wall = time.perf_counter() - t0
+        sidecar_path = fig_stage / f"{fig_id}.json"
+        if not sidecar_path.exists():
+            raise RuntimeError(
+                f"the notebook ran but saved no figure {fig_id!r}: it must call "
+                f"provenance.savefig(fig, fig_id, ...) with the fig_id parameter"
+            )
+        claims = _read_claims(fig_stage, fig_id)
+        _finish_sidecar(sidecar_path, job, wall, claims)
+        kernel_warnings = _finish_notebook(executed)
+        problem = _claims_problem(fig_id, job.profile, claims)
+        if problem:
+            return Staged(
+                Outcome(fig_id, False, wall, problem, claims, kernel_warnings, **when), "claims"
+            )
+        return Staged(Outcome(fig_id, True, wall, "", claims, kernel_warnings, **when), "publish")
+    except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
+        wall = time.perf_counter() - t0
+        message = _describe_failure(exc, job.entry.notebook, fig_id)
+        claims = _read_claims(fig_stage, fig_id) if fig_stage.exists() else ()
+        if any(claims_mod.is_blocking(c) for c in claims):
+            message += "\n" + _claims_problem(fig_id, job.profile, claims)
+        if not executed.exists():
+            after = "drop"
+        else:
+            after = "error" if _parameter_error(exc) is None else "refused"
+        return Staged(Outcome(fig_id, False, wall, message, claims, **when), after)
+    finally:
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def settle(job: Job, staged: Staged, staging: Path, fig_dir: Path, executed_dir: Path) -> Outcome:
+    """Publish a staged run's files (atomically per file, the sidecar last) or keep them
+    for reading under the failed folder; return the outcome with where they went."""
+    fig_id = job.entry.fig_id
+    fig_stage, executed = staging / "figures", staging / f"{fig_id}.ipynb"
+    outcome = staged.outcome
+    if staged.after == "publish":
+        try:
+            _publish(executed, fig_stage, fig_dir, executed_dir, fig_id)
+        except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
+            message = _describe_failure(exc, job.entry.notebook, fig_id)
+            if executed.exists():
+                kept = _keep_failed(executed, fig_stage, fig_id, job.adhoc)
+                message += f"\n    executed copy with the traceback: {kept}"
+            return dataclasses.replace(outcome, ok=False, message=message)
+        note = f"explored run: {relative_to_root(fig_dir)}/" if job.adhoc else ""
+        return dataclasses.replace(outcome, message=note)
+    if staged.after == "drop":
+        return outcome
+    kept = _keep_failed(executed, fig_stage, fig_id, job.adhoc)
+    if staged.after == "claims":
+        return dataclasses.replace(
+            outcome, message=f"{outcome.message}\n    kept for reading: {kept}"
+        )
+    if staged.after == "error":
+        return dataclasses.replace(
+            outcome, message=f"{outcome.message}\n    executed copy with the traceback: {kept}"
+        )
+    return outcome
+
+
+def _read_claims(fig_stage: Path, fig_id: str) -> tuple[dict[str, Any], ...]:
+    """The claims the notebook's ledger wrote (the ledger file is then dropped)."""
+    path = fig_stage / f"{fig_id}.claims.json"
+    if not path.exists():
+        return ()
+    claims = tuple(claims_mod.load_claims(path))
+    path.unlink()
+    return claims
+
+
+def _claims_problem(fig_id: str, profile: str, claims: tuple[dict[str, Any], ...]) -> str:
+    """Why the figure may not be published ("" when its claims allow it)."""
+    failed = [c for c in claims if claims_mod.is_blocking(c)]
+    if failed:
+        lines = [f"{fig_id}: {len(failed)} claim(s) do not hold:"]
+        for c in failed:
+            lines.append(
+                f"    {c['id']}: {c['statement']} {c['source']}: "
+                f"expected {c['expect']}, measured {c['shown']}"
+            )
+        return "\n".join(lines)
+    if REQUIRE_CLAIMS and not any(c["status"] != "not-evaluated" for c in claims):
+        return (
+            f"{fig_id}: the notebook evaluated no claim in the {profile} profile; every "
+            f"figure checks what it illustrates (ntpcore.figure.claims.Ledger)"
+        )
+    return ""
+
+
+def _keep_failed(executed: Path, fig_stage: Path, fig_id: str, adhoc: bool = False) -> str:
+    """Move a failed run's executed copy and figure files under FAILED_DIR (or
+    ``$NTP_FAILED_DIR``, set by the mutation runs); a failed exploration (``--set``) under
+    ``results/explore/<id>/failed/``, never beside the registry's failed runs.  Return where."""
+    failed = paths.explore_dir(fig_id) / "failed" if adhoc else paths.failed_dir(FAILED_DIR)
+    failed.mkdir(parents=True, exist_ok=True)
+    if executed.exists():
+        shutil.move(executed, failed / executed.name)
+    if fig_stage.exists() and any(fig_stage.iterdir()):
+        target = failed / fig_id
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.move(fig_stage, target)
+        return f"{relative_to_root(failed / executed.name)} and {relative_to_root(target)}/"
+    return relative_to_root(failed / executed.name)
+
+
+def _finish_sidecar(
+    path: Path, job: Job, wall: float, claims: tuple[dict[str, Any], ...] = ()
+) -> None:
+    sidecar = json.loads(path.read_text())
+    entry = job.entry
+    if claims:
+        sidecar["claims"] = list(claims)
+    sidecar.update(
+        paper=entry.paper,
+        paper_label=entry.paper_label,
+        title=entry.title,
+        claim=entry.claim_text,
+        statements=[{"says": st.says, "checked_by": list(st.checked_by)} for st in entry.claims],
+        shown=entry.shown,
+        notebook=entry.notebook,
+        executed=f"book/executed/{entry.fig_id}.ipynb",
+        overrides={"registry": entry.overrides(job.profile), "adhoc": job.adhoc},
+        parameters={
+            **{k: spec.default for k, spec in parse_parameters(entry.notebook_path).items()},
+            **job.parameters,
+        },
+        notebook_wall_time_s=round(wall, 2),
+        explored=bool(job.adhoc),
+    )
+    path.write_text(json.dumps(sidecar, indent=2, sort_keys=True))
+
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+_WARNING = re.compile(r"^(?:.*?:\d+: )?(\w*Warning): (.+)$")
+
+
+def _finish_notebook(nb_path: Path) -> tuple[str, ...]:
+    """Prepare an executed notebook for the static book; return the warnings it printed.
+
+    Copies the display tags onto papermill's injected cell, writes the Markdown's references
+    to the book's statements as links (:mod:`ntpcore.runner.bookrefs`; an unknown one is a
+    :class:`~ntpcore.runner.bookrefs.BookRefError` that fails the figure), and drops
+    live-widget outputs (tqdm progress bars, ipywidgets): without a kernel they cannot
+    render, and the book would try to fetch the widget manager from a CDN.  Notebooks show
+    a static figure of anything a widget displays.  Paths under the repository in the
+    kernel's stderr (e.g. a corrupt cache entry's warning) are written relative to it, on
+    the page and in the warnings returned, which the runner echoes on the terminal.
+    """
+    nb = nbformat.read(nb_path, as_version=4)
+    root = f"{paths.ROOT}{os.sep}"
+    found: list[str] = []
+    index, part_keys = bookrefs.statements(), bookrefs.parts()
+    for k, cell in enumerate(nb.cells):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "injected-parameters" in tags:
+            cell.metadata["tags"] = list(dict.fromkeys([*tags, *INJECTED_TAGS]))
+        if cell.cell_type == "markdown":
+            cell.source = bookrefs.link(cell.source, index, part_keys, f"{nb_path.stem}, cell {k}")
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if WIDGET_MIME not in o.get("data", {})]
+            for out in cell.outputs:
+                if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                    out.text = out.text.replace(root, "")
+                    for line in out.text.splitlines():
+                        m = _WARNING.match(line.strip())
+                        if m:
+                            found.append(f"{m.group(1)}: {m.group(2)}")
+    nb.metadata.pop("widgets", None)
+    nbformat.write(nb, nb_path)
+    return tuple(dict.fromkeys(found))
+
+
+def _publish(
+    executed: Path, fig_stage: Path, fig_dir: Path, executed_dir: Path, fig_id: str
+) -> None:
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    executed_dir.mkdir(parents=True, exist_ok=True)
+    # On one file system shutil.move is a rename, atomic per file.  The sidecar goes last, so a
+    # sidecar always describes the figure files beside it.
+    for f in sorted(
+        fig_stage.iterdir(), key=lambda p: (p.suffix == ".json", p.name == f"{fig_id}.json")
+    ):
+        shutil.move(f, fig_dir / f.name)
+    shutil.move(executed, executed_dir / f"{fig_id}.ipynb")
+
+
+def relative_to_root(path: Path) -> str:
+    try:
+        return str(path.relative_to(paths.ROOT))
+    except ValueError:
+        return str(path)
+
+
+def stage_on_worker(job: Job, staging: Path) -> Staged:
+    """:func:`stage_job` in a folder of a dask worker, without a progress bar."""
+    (staging / "figures").mkdir(exist_ok=True)
+    return stage_job(job, staging, progress=False)
+
+
+def settle_files(job: Job, staged: Staged, files: dict[str, bytes]) -> Outcome:
+    """Write the files a worker staged into a staging folder here, then :func:`settle`."""
+    staging = new_staging(job.entry.fig_id)
+    try:
+        root = staging.resolve()
+        for name, data in files.items():
+            path = (staging / name).resolve()
+            if root not in path.parents:
+                raise ValueError(f"a worker returned a file outside its staging folder: {name}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        return settle(job, staged, staging, *destinations(job))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def remove_staging() -> None:
+    for folder in (paths.ROOT / "_build").glob(f"{STAGING_PREFIX}*"):
+        shutil.rmtree(folder, ignore_errors=True)

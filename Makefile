@@ -36,7 +36,7 @@ TEST_OUT := _build/test
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := 1
 
-.PHONY: help install book notebooks html test unit nbval golden reproducibility mutations mutmut \
+.PHONY: help install book book-from-test notebooks html test unit nbval golden reproducibility mutations mutmut \
         check-book browser-test bench lint dev clean distclean
 
 help:
@@ -75,16 +75,23 @@ html: $(STAMP)
 
 book: notebooks html
 
-# Tests: pytest (unit, theory, oracle, registry lint), then every registered notebook in the
-# quick profile into _build/test (so the book's own figures are untouched); every number the
-# cells tagged nbval-check-output print is compared with tests/golden/ within its measured
-# tolerance and every figure with its baseline image; then nbval re-executes the notebooks
-# and compares the words of those cells with the golden text (numbers masked: they were
-# compared above, within tolerance).
+# The quick book from make test's run (tools/qa/adopt.py: every figure, this commit, no
+# uncommitted change), without executing the notebooks again; else from a new quick run.
+book-from-test: $(STAMP)
+	$(PY) -m tools.qa.adopt $(TEST_OUT) --to-book || $(MAKE) notebooks PROFILE=quick
+	$(MAKE) html
+
+# Tests: pytest (unit, theory, oracle, registry lint) on $(JOBS) workers (pytest-xdist), then
+# every registered notebook in the quick profile into _build/test (so the book's own figures
+# are untouched), each executed once: every number the cells tagged nbval-check-output print
+# is compared with tests/golden/ within its measured tolerance and every figure with its
+# baseline image; then nbval compares the words of those cells in the same executed copies
+# with the golden text (numbers masked: they were compared above), replaying each cell's
+# outputs instead of executing the notebook again (tools/qa/nbval_replay.py).
 test: unit nbval
 
 unit: $(STAMP)
-	$(PY) -m pytest -m "not slow and not paper" -q
+	$(PY) -m pytest -m "not slow and not paper" -q -n $(JOBS)
 
 nbval: $(STAMP)
 	mkdir -p $(TEST_OUT)
@@ -92,8 +99,8 @@ nbval: $(STAMP)
 	  $(PY) -m ntpcore.reproduce --profile quick --jobs $(JOBS)
 	$(PY) -m tools.qa.golden check $(TEST_OUT)/executed --figures $(TEST_OUT)/figures
 	$(PY) -m tools.qa.golden inject $(TEST_OUT)/executed $(TEST_OUT)/nbval
-	NTP_PROGRESS=0 NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
-	  --nbval-lax --nbval-current-env --nbval-cell-timeout=600 \
+	$(PY) -m pytest -o addopts="" -p no:cacheprovider -p tools.qa.nbval_replay \
+	  --nbval-replay $(TEST_OUT)/executed --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_numbers.cfg -q $(TEST_OUT)/nbval
 
 # Golden outputs (tests/golden/): the numbers and words the tagged cells print, with each
@@ -112,8 +119,12 @@ golden: $(STAMP)
 REPRO ?= native numpy-kernels numpy-avx2 numpy-baseline openblas-nehalem openblas-sandybridge \
          openblas-haswell openblas-skylakex threads-2 torch-avx2 torch-default \
          mkl-compatible sandybridge-baseline
+# REPRO_ADOPT=native=_build/test takes the native configuration from make test's run when its
+# record shows the same configuration (tools/qa/adopt.py), instead of running it again.
+REPRO_ADOPT ?=
 reproducibility: $(STAMP)
-	$(PY) -m tools.qa.reproducibility --configs $(REPRO) --jobs $(JOBS)
+	$(PY) -m tools.qa.reproducibility --configs $(REPRO) --jobs $(JOBS) \
+	  $(if $(REPRO_ADOPT),--adopt $(REPRO_ADOPT))
 
 # The mutation catalogue (tests/mutations/): each deliberate error runs its figures in the
 # quick profile from an empty cache and must fail a claim, a golden number or a baseline

@@ -168,6 +168,9 @@ def summary_line(claims: list[dict], per_paper: bool = False) -> str:
         + (f"; and {n['sanity']} sanity checks, not counted as claims" if n["sanity"] else "")
         + f". **{len(numbered)} of the {n['claims']} claims print the paper's own number** "
         "beside ours"
+        + f". By kind: {n['kind:theorem']} predictions of a theorem, lemma or conjecture, "
+        f"{n['kind:paper number']} numbers the paper prints, {n['kind:figure statement']} "
+        "statements of a figure or of the text"
     )
     if per_paper:
         parts = []

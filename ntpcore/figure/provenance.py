@@ -98,6 +98,7 @@ def savefig(
     extra: dict[str, Any] | None = None,
     claims: Any = None,
     series: dict[tuple[int, str], tuple[Any, Any]] | None = None,
+    panels: sourcedata.Panels | None = None,
 ) -> dict[str, Any]:
     """Save ``fig`` as PNG + PDF with a JSON provenance sidecar and the figure's source data
     (``<fig_id>.data.json``: every panel's series, :mod:`ntpcore.figure.sourcedata`);
@@ -117,12 +118,18 @@ def savefig(
     series : ``{(panel, label): (x, y)}``: labelled lines checked against the computed
         results they name before anything is written (a swapped label or a series from
         another run raises :class:`~ntpcore.figure.sourcedata.FigureDataError`)
+    panels : what every panel must show (:class:`~ntpcore.figure.sourcedata.Panels`: axis
+        scales, every labelled line, band, bar series and point set, every image with its
+        colour limits), checked before anything is written; a difference raises
+        :class:`~ntpcore.figure.sourcedata.FigureDataError`
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
     if not fig_id or "/" in fig_id or fig_id.startswith("."):
         raise ValueError(f"invalid fig_id {fig_id!r}")
     n_series = sourcedata.check_series(fig, series or {})
+    if panels is not None:
+        n_series += sourcedata.check(fig, panels)
     data = sourcedata.extract(fig)
     if profile == "quick":
         stamp_quick(fig)
@@ -160,6 +167,7 @@ def savefig(
         "compute_wall_time_s": round(time.perf_counter() - _T0, 3),
         "files": [*files, f"{fig_id}.data.json"],
         "series_checked": n_series,
+        "panels_checked": panels is not None,
     }
     for name, content in files.items():
         write_atomic(outdir / name, lambda fh, content=content: fh.write(content))

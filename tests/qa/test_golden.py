@@ -377,6 +377,55 @@ def test_injected_outputs_are_those_a_kernel_gives(tmp_path, monkeypatch, capsys
     assert capsys.readouterr().out == text
 
 
+REPORT_CELL = r"""
+from ntpcore.figure import claims
+led = claims.Ledger("lin-x", "quick", defer=True)
+print("computed")
+led.check("ratio", r"Adam ends with a smaller CE than GD: $\|W_T\|_*$ ratio", 0.0175,
+          claims.at_most(1), source="[lin, App. A.2, Fig. 5]", paper="< 1")
+led.check("dev", "norm ratio", 2.0, claims.at_most(1), source="[geo, Fig. 2(d)]",
+          known_deviation=r"on the *Wikipedia* sets $\|S\|_*$ is larger", band=(0, 3))
+led.check("later", "a paper-only claim", 1.0, claims.at_most(2), source="[lin, Thm. 2]",
+          profiles=("paper",))
+led.report()
+"""
+
+
+def test_a_report_injected_is_what_the_kernel_displayed(tmp_path, monkeypatch, capsys):
+    """A ledger that defers shows its claims in one report (a summary line, then the claim
+    lines; collapsed HTML): the golden text gives back that very output, and outside IPython
+    the report prints the same text."""
+    import nbclient
+
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "kernel"))
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    cell = nbformat.v4.new_code_cell(REPORT_CELL)
+    cell.metadata["tags"] = [golden.TAG]
+    nb.cells = [cell]
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    kernel = nb.cells[0].outputs
+    assert [o.output_type for o in kernel] == ["stream", "display_data"]
+    assert (
+        kernel[1]
+        .data["text/plain"]
+        .startswith(
+            "Checks of this figure: 1 hold, 1 do not, 1 not evaluated in the quick profile\n"
+        )
+    )
+    assert "<details" in kernel[1].data["text/html"] and "open" in kernel[1].data["text/html"]
+    (text,) = golden.extract(nb)
+    assert _normalized(golden.outputs(text)) == _normalized(kernel)
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "plain"))
+    capsys.readouterr()
+    exec(REPORT_CELL, {})
+    assert capsys.readouterr().out == text
+
+
 def test_a_figure_without_golden_outputs_is_an_error(tmp_path):
     executed = tmp_path / "executed"
     executed.mkdir()

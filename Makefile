@@ -8,8 +8,8 @@
 #                                              beyond tolerance needs REASON)
 #   make reproducibility [REPRO="native ..."]  quick profile under several floating-point paths
 #   make mutations                             deliberate scientific errors: are they all caught?
-#   make mutmut                                code-level mutation score of the maths modules
-#                                              (mutmut; a developer's tool, not CI: ~6 min)
+#   make mutants                               code-level mutants of the science modules, the
+#                                              figures as the test (a developer's tool, not CI)
 #   make install | notebooks | html | check-book | browser-test | bench | lint | dev | clean
 #   make book TORCH_INDEX=<url>                torch from that index (default: the CPU build)
 #
@@ -36,7 +36,7 @@ TEST_OUT := _build/test
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := 1
 
-.PHONY: help install book book-from-test notebooks html test unit nbval golden reproducibility mutations mutmut \
+.PHONY: help install book book-from-test notebooks html test unit nbval golden reproducibility mutations mutants \
         check-book browser-test bench lint dev clean distclean
 
 help:
@@ -132,20 +132,21 @@ reproducibility: $(STAMP)
 mutations: $(STAMP)
 	$(PY) -m tools.qa.mutations
 
-# Code-level mutation score (mutmut) of the maths modules (ntpcore/core/logits.py,
-# ntpcore/lin/subspace.py, ntpcore/att/priority.py), each with only its own unit tests, one
-# module and one worker at a time; prints each score and every unexplained survivor, ends with
-# "code-level mutation score: K/N killed" (results/mutmut/report.json, Claims page).  A
-# developer's tool, not part of CI.  mutmut goes into _build/mutmut/tool (pins:
-# requirements/mutmut.txt), never into the project's environment.
+# Code-level mutants (tools/qa/mutants.py): mutmut's operators change one thing at a time in
+# the science modules; a fixed-seed sample of the changes on lines a figure executes runs
+# those figures in the quick profile; a change is killed when a figure fails.  Ends with
+# "code-level mutants: K/N killed" (results/mutants/report.json, Claims page).  A developer's
+# tool, not part of CI.  mutmut goes into _build/mutmut/tool (pins: requirements/mutmut.txt),
+# never into the project's environment.  MUTANTS_ARGS="--paper lin --sample 40" for one room.
 MUTMUT_TOOL := _build/mutmut/tool
 $(MUTMUT_TOOL)/.installed: requirements/mutmut.txt $(STAMP)
 	rm -rf $(MUTMUT_TOOL)
 	$(PY) -m pip install --quiet --no-deps --target $(MUTMUT_TOOL) -r requirements/mutmut.txt
 	touch $@
 
-mutmut: $(STAMP) $(MUTMUT_TOOL)/.installed
-	PYTHONPATH=$(CURDIR)/$(MUTMUT_TOOL) $(PY) -m tools.qa.mutmut_score
+MUTANTS_ARGS ?=
+mutants: $(STAMP) $(MUTMUT_TOOL)/.installed
+	PYTHONPATH=$(CURDIR)/$(MUTMUT_TOOL) $(PY) -m tools.qa.mutants --jobs $(JOBS) $(MUTANTS_ARGS)
 
 # Strict nbval: every text output of the book's executed notebooks must reproduce.
 check-book: $(STAMP)

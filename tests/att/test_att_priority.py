@@ -158,7 +158,7 @@ def test_an_empty_dataset_is_a_clear_error():
         att.token_priority_graphs(tok, lab, 4)
 
 
-# ------------------------------------------------ written against the survivors of code-level mutants (mutmut)
+# ---------------------------------- written against the survivors of code-level mutants (mutmut)
 def test_smallest_vocabularies_and_sequences_are_valid():
     """K = 1 (one token) and T = 1 (the query is the whole context, so y_i = k_i): valid data
     whose TPGs have no edge (an edge needs a context token other than the label)."""

@@ -51,9 +51,9 @@ import numpy as np
 
 from ntpcore.core import paths
 from ntpcore.core.io import write_text_atomic
+from ntpcore.core.params import PROFILES
 
 __all__ = [
-    "PROFILES",
     "STATUSES",
     "Claim",
     "ClaimError",
@@ -70,7 +70,6 @@ __all__ = [
     "tally",
 ]
 
-PROFILES = ("paper", "quick")
 STATUSES = ("pass", "fail", "not-evaluated")
 _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _SOURCE = re.compile(r"\[(lin|geo|att)\b")

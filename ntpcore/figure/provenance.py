@@ -29,13 +29,13 @@ import ntpcore
 from ntpcore.core import paths
 from ntpcore.core.cache import _canonical
 from ntpcore.core.io import write_atomic, write_text_atomic
+from ntpcore.core.params import PROFILES
 from ntpcore.figure import sourcedata
 from ntpcore.figure.plotting import stamp_quick
 
 _T0 = time.perf_counter()
 
 PACKAGES = ("numpy", "scipy", "torch", "cvxpy", "clarabel", "scs", "networkx", "matplotlib")
-PROFILES = ("paper", "quick")
 
 
 def git_state() -> dict[str, Any]:

@@ -190,8 +190,10 @@ def test_path_matches_cvxpy() -> None:
     P, pi, S = random_instance(8, 9, 3, seed=3)
     lams = np.array([1e-2, 1e-3])
     path = g.regularization_path(P, pi, lams)
+    ref = g.regularization_path_cvxpy(P, pi, lams)
+    np.testing.assert_array_equal(ref["lambdas"], lams)
     for i, lam in enumerate(lams):
-        L_ref = g.reg_path_cvxpy(P, pi, lam)
+        L_ref = ref["L"][i]
         L = path["L"][i]
         f = g.ce(L, P, pi) + lam * g.nuclear_norm(L)
         f_ref = g.ce(L_ref, P, pi) + lam * g.nuclear_norm(L_ref)

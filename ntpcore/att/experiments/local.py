@@ -26,7 +26,7 @@ from ntpcore.att.priority import (
     scc_structures,
     select_tokens,
 )
-from ntpcore.att.svm import graph_svm_from_graphs
+from ntpcore.att.svm import solve_graph_svm
 from ntpcore.core.cache import cached
 from ntpcore.errors import DataError, InfeasibleError
 
@@ -133,7 +133,7 @@ def run_local(cfg: LocalConfig) -> dict:
             n_ambiguous[a, b] = int(amb.any(axis=1).sum())
             g_loc = local_token_priority_graphs(data.tokens, sel, amb, K)
             try:
-                Wsvm_loc.append(graph_svm_from_graphs(data.E, g_loc).W)
+                Wsvm_loc.append(solve_graph_svm(data.E, g_loc).W)
             except InfeasibleError:
                 n_local_infeasible += 1
                 Wsvm_loc.append(np.zeros((d, d)))

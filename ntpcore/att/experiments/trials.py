@@ -17,7 +17,7 @@ from ntpcore.att.data import AttDataset, sample_dataset, unit_embeddings
 from ntpcore.att.priority import (
     token_priority_graphs,
 )
-from ntpcore.att.svm import graph_svm_from_graphs
+from ntpcore.att.svm import solve_graph_svm
 from ntpcore.errors import InfeasibleError
 
 __all__ = [
@@ -115,7 +115,7 @@ def sample_feasible_trial(
     graphs = token_priority_graphs(data.tokens, data.labels, K)
     for n_inf in range(1000):
         try:
-            W_svm = graph_svm_from_graphs(data.E, graphs).W
+            W_svm = solve_graph_svm(data.E, graphs).W
             return FeasibleTrial(data, graphs, W_svm, n_inf)
         except InfeasibleError:  # counted; a new embedding draw
             data = AttDataset(unit_embeddings(rng, K, d), data.tokens, data.labels, data.n_rejected)

@@ -283,7 +283,7 @@ def test_proxy_instances_are_the_same_serially_on_processes_and_on_a_cluster(
     draws the support that a serial loop over ``SeedSequence(seed).spawn`` gives it."""
     from ntpcore.geo.experiments import convex as ex
 
-    cfg = ex.ProxyConfig(vocab_size=6, n_contexts=8, support_sizes=(1, 2), n_trials=2, seed=3)
+    cfg = ex.ProxyConfig(vocab_size=6, n_contexts=8, support_sizes=(1, 2), n_trials=2, trial_seed=3)
     names = ("gap", "dist", "max_off", "rank_mm", "rank_proxy", "n_groups")
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
     serial = ex.run_proxy(cfg, progress=False)
@@ -294,7 +294,7 @@ def test_proxy_instances_are_the_same_serially_on_processes_and_on_a_cluster(
         assert serial[key].shape == (2, 2)
         np.testing.assert_array_equal(procs[key], serial[key])
         np.testing.assert_array_equal(clus[key], serial[key])
-    seqs = np.random.SeedSequence(cfg.seed).spawn(4)
+    seqs = np.random.SeedSequence(cfg.trial_seed).spawn(4)
     for a, k in enumerate(cfg.support_sizes):
         for t in range(cfg.n_trials):
             rng = np.random.default_rng(seqs[a * cfg.n_trials + t])

@@ -94,8 +94,8 @@ def test_scale_experiment_small(tmp_path, monkeypatch: pytest.MonkeyPatch) -> No
     cfg = sc.ScaleConfig(
         vocab_size=60,
         m_values=(12, 24),
-        d=16,
-        n_epochs=40,
+        dim=16,
+        n_steps=40,
         lr=1e-2,
         lr_milestones=(20,),
         n_records=6,
@@ -127,8 +127,8 @@ def test_scale_ladder_is_the_same_serially_and_on_a_cluster(
     cfg = sc.ScaleConfig(
         vocab_size=40,
         m_values=(8, 16),
-        d=8,
-        n_epochs=12,
+        dim=8,
+        n_steps=12,
         lr=1e-2,
         lr_milestones=(6,),
         n_records=4,

@@ -15,7 +15,7 @@ from ntpcore.geo.experiments import training as ex
 from ntpcore.geo.experiments.datasets import DataConfig, load_dataset
 from ntpcore.geo.synthetic import synthetic_dataset
 
-TINY = {"n_epochs": 30, "lr": 1e-3, "lr_milestones": (20,), "n_records": 6, "d": 16}
+TINY = {"n_steps": 30, "lr": 1e-3, "lr_milestones": (20,), "n_records": 6, "dim": 16}
 
 
 @pytest.fixture
@@ -39,8 +39,8 @@ def test_subset_keeps_whole_groups_in_order() -> None:
 def test_configs_validate_and_share_runs() -> None:
     setup = ex.ModelsConfig(models=("ufm", "lstm"), **TINY)
     run = setup.run("lstm")
-    assert isinstance(run, ex.RunConfig) and run.model == "lstm" and run.n_epochs == 30
-    evo = ex.EvolutionConfig(model="lstm", **TINY, snapshot_epochs=(0, 10))
+    assert isinstance(run, ex.RunConfig) and run.model == "lstm" and run.n_steps == 30
+    evo = ex.EvolutionConfig(model="lstm", **TINY, snapshot_steps=(0, 10))
     assert ex.as_run(evo) == run  # figure configs share the training run
     with pytest.raises(DataError):
         ex.ModelsConfig(dataset="tinystories")
@@ -52,16 +52,16 @@ def test_configs_validate_and_share_runs() -> None:
 
 def test_protocol_is_declared_once() -> None:
     # every training configuration carries exactly the protocol's fields, flat
-    protocol = {f.name for f in dataclasses.fields(gt.TrainProtocol)}
+    protocol = {f.name for f in dataclasses.fields(gt.AdamWProtocol)}
     data = {f.name for f in dataclasses.fields(DataConfig)}
     for cls, own in (
         (gt.TrainerConfig, {"model", "tf_layers", "tf_heads", "lstm_layers", "lstm_bias", "dtype"}),
         (ex.RunConfig, data | {"model"}),
         (ex.ModelsConfig, data | {"models"}),
-        (ex.EvolutionConfig, data | {"model", "snapshot_epochs"}),
+        (ex.EvolutionConfig, data | {"model", "snapshot_steps"}),
         (ex.LabelledConfig, data | {"model", "which"}),
     ):
-        assert issubclass(cls, gt.TrainProtocol)
+        assert issubclass(cls, gt.AdamWProtocol)
         assert {f.name for f in dataclasses.fields(cls)} == protocol | own, cls
     # the protocol's validation runs in every configuration built on it
     for cls in (gt.TrainerConfig, ex.RunConfig, ex.ModelsConfig):

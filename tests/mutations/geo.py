@@ -132,7 +132,7 @@ MUTATIONS = [
         _TRAIN.format(
             body='if cfg.model == "ufm":\n'
             "        _applied()\n"
-            "        cfg = _dc.replace(cfg, n_epochs=cfg.n_epochs // 2)"
+            "        cfg = _dc.replace(cfg, n_steps=cfg.n_steps // 2)"
         ),
     ),
     Mutation(

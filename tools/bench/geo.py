@@ -72,7 +72,7 @@ def naive_epoch_seconds(
 def epoch_seconds(ds: ContextDataset, cfg: TrainerConfig, n_epochs: int = 10) -> float:
     """Seconds per epoch of :func:`ntpcore.geo.train.train_model` (this project's formulation),
     CPU."""
-    cfg = dataclasses.replace(cfg, n_epochs=n_epochs, n_records=2)
+    cfg = dataclasses.replace(cfg, n_steps=n_epochs, n_records=2)
     return float(train_model(ds, cfg, progress=False, device="cpu")["sec_per_epoch"])
 
 

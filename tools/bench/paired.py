@@ -122,7 +122,7 @@ def _config(case: str, quick: bool):
         return LocalConfig(n_trials=2) if quick else LocalConfig()
     from ntpcore.geo.train import TrainerConfig
 
-    return TrainerConfig(n_epochs=3000) if quick else TrainerConfig()
+    return TrainerConfig(n_steps=3000) if quick else TrainerConfig()
 
 
 # ----------------------------------------------------------------------------- child

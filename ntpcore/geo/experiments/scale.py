@@ -2,7 +2,7 @@ r"""The geometry at corpus scale: a real Wikipedia sample, thousands of contexts
 
 The paper checks its theory on at most :math:`V=104` words and :math:`m=403` contexts.  Here
 the same objects are computed on next-token sets of the English Wikipedia sample shipped
-with gensim (:mod:`ntpcore.geo.wiki`), or of any corpus named by ``source``
+with gensim (:mod:`ntpcore.geo.wiki`), or of any corpus named by ``corpus``
 (:mod:`ntpcore.geo.corpora`: a built-in corpus or a reader's UTF-8 text file, through the
 same pipeline): the ``vocab_size`` most frequent words, contexts of ``context_len`` words
 seen at least ``min_count`` times with at least ``min_next`` distinct next words, and for
@@ -67,7 +67,7 @@ from ntpcore.geo.experiments.datasets import data_fingerprint, narrow
 from ntpcore.geo.logits import centered_support, finite_logits
 from ntpcore.geo.svm_scale import solve_nuclear_svm_scale
 from ntpcore.geo.train import train_model
-from ntpcore.geo.train.protocol import TrainerConfig, TrainProtocol
+from ntpcore.geo.train.protocol import TrainerConfig, AdamWProtocol
 
 #: singular values above RANK_TOL * sigma_max count towards the rank.  The paper counts above
 #: 1e-6 with an interior-point solution; the first-order solution certified to a relative gap
@@ -81,13 +81,12 @@ RANK_TOL = 1e-4
 class CorpusConfig:
     """Which next-token set of which corpus (see :func:`ntpcore.geo.text.corpus_dataset`).
 
-    ``source`` names the corpus (:func:`ntpcore.geo.corpora.load_corpus`): a built-in one,
+    ``corpus`` names the corpus (:func:`ntpcore.geo.corpora.load_corpus`): a built-in one,
     by default the Wikipedia sample, or the path of a UTF-8 text file.  At its default it is
-    left out of the cache keys, which hold the data's fingerprint anyway, so the entries
-    stored before the field existed stay valid.
+    left out of the cache keys, which hold the data's fingerprint anyway.
     """
 
-    source: str = dataclasses.field(default=DEFAULT_CORPUS, metadata={OMIT_DEFAULT: True})
+    corpus: str = dataclasses.field(default=DEFAULT_CORPUS, metadata={OMIT_DEFAULT: True})
     vocab_size: int = 1000  # V: the most frequent words (input and next-token vocabulary)
     context_len: int = 2  # T: words per context
     min_count: int = 5  # contexts seen at least this often
@@ -102,18 +101,18 @@ class CorpusConfig:
 
 
 @dataclass(frozen=True)
-class ScaleConfig(TrainProtocol, CorpusConfig):
+class ScaleConfig(AdamWProtocol, CorpusConfig):
     """The figure: a corpus set, the ladder of ``m``, the SVM accuracy and the UFM protocol.
 
-    The training fields are :class:`ntpcore.geo.train.protocol.TrainProtocol`'s; the defaults here
-    compress the paper's schedule 20-fold (learning rate x 20, epochs and milestones / 20).
+    The training fields are :class:`ntpcore.geo.train.protocol.AdamWProtocol`'s; the defaults here
+    compress the paper's schedule 20-fold (learning rate x 20, steps and milestones / 20).
     """
 
     m_values: tuple[int, ...] = (400, 1000, 2500, 5000)  # the m most frequent contexts
     svm_tol: float = 1e-5  # certified relative duality gap of L^mm
-    n_epochs: int = 1500  # full-batch AdamW steps of the UFM
+    n_steps: int = 1500  # full-batch AdamW steps (epochs) of the UFM
     lr: float = 2e-3  # initial learning rate
-    lr_milestones: tuple[int, ...] = (250, 500, 750, 1000, 1250)  # epochs where lr *= lr_gamma
+    lr_milestones: tuple[int, ...] = (250, 500, 750, 1000, 1250)  # steps (epochs) where lr *= lr_gamma
     n_records: int = 24  # log-spaced record epochs
 
     def __post_init__(self) -> None:
@@ -129,18 +128,18 @@ class ScaleConfig(TrainProtocol, CorpusConfig):
             raise DataError(f"svm_tol must lie in (0, 1), got {self.svm_tol}")
 
     @property
-    def corpus(self) -> CorpusConfig:
+    def corpus_config(self) -> CorpusConfig:
         return narrow(self, CorpusConfig)
 
     @property
-    def protocol(self) -> TrainProtocol:
-        return narrow(self, TrainProtocol)
+    def protocol(self) -> AdamWProtocol:
+        return narrow(self, AdamWProtocol)
 
 
 def full_dataset(cfg: CorpusConfig) -> ContextDataset:
     """Every qualifying context of the corpus, most frequent first."""
     return corpus_set(
-        cfg.source,
+        cfg.corpus,
         vocab_size=cfg.vocab_size,
         context_len=cfg.context_len,
         min_count=cfg.min_count,
@@ -154,7 +153,7 @@ def check_corpus(cfg: ScaleConfig) -> int:
     small for ``vocab_size`` or the largest ``m`` (:func:`ntpcore.geo.corpora.check_supports`).
     """
     return check_supports(
-        cfg.source,
+        cfg.corpus,
         vocab_size=cfg.vocab_size,
         context_len=cfg.context_len,
         min_count=cfg.min_count,
@@ -233,11 +232,11 @@ class _SvmKey:
 @dataclass(frozen=True)
 class _UfmKey:
     svm: _SvmKey
-    protocol: TrainProtocol
+    protocol: AdamWProtocol
 
 
 def _svm_key(cfg: ScaleConfig, m: int) -> _SvmKey:
-    return _SvmKey(cfg.corpus, int(m), cfg.svm_tol, data_fingerprint(scale_dataset(cfg, m)))
+    return _SvmKey(cfg.corpus_config, int(m), cfg.svm_tol, data_fingerprint(scale_dataset(cfg, m)))
 
 
 def svm_point(cfg: ScaleConfig, m: int) -> dict[str, Any]:
@@ -398,12 +397,12 @@ def run_scale(
         out[k] = np.array([p[k] for p in ufm])
     out["epoch"] = np.asarray(ufm[0]["epoch"])
     out["train_seconds"] = np.array([p["train_seconds"] for p in ufm])
-    corpus = load_corpus(cfg.source)
+    corpus = load_corpus(cfg.corpus)
     full = full_dataset(cfg)
     out.update(
-        corpus=cfg.source,
-        corpus_label=corpus_label(cfg.source),
-        corpus_default=cfg.source == DEFAULT_CORPUS,
+        corpus=cfg.corpus,
+        corpus_label=corpus_label(cfg.corpus),
+        corpus_default=cfg.corpus == DEFAULT_CORPUS,
         corpus_tokens=int(corpus.tokens.size),
         corpus_docs=corpus.n_docs,
         corpus_words=len(corpus.words),

@@ -9,7 +9,7 @@ with :math:`L^{mm}`, so that the embeddings take the geometry of the balanced fa
 
 The notebooks build a :class:`ModelsConfig` (or a subclass adding a few figure-specific
 fields) from their parameters -- the field names are the notebook's parameter names; the
-training protocol is declared once in :class:`ntpcore.geo.train.protocol.TrainProtocol` -- and
+training protocol is declared once in :class:`ntpcore.geo.train.protocol.AdamWProtocol` -- and
 call the functions below.  Everything expensive goes through
 :func:`ntpcore.core.cache.cached`:
 
@@ -49,7 +49,7 @@ from ntpcore.geo.experiments.datasets import DataConfig, data_fingerprint, load_
 from ntpcore.geo.logits import centered_support, finite_logits, nuclear_norm
 from ntpcore.geo.svm import nuclear_svm
 from ntpcore.geo.train import train_model
-from ntpcore.geo.train.protocol import TrainerConfig, TrainProtocol
+from ntpcore.geo.train.protocol import TrainerConfig, AdamWProtocol
 
 DATASET_LABELS = {
     "synthetic": "synthetic set",
@@ -59,12 +59,12 @@ MODEL_LABELS = {"ufm": "UFM", "transformer": "Transformer", "lstm": "LSTM"}
 
 
 # ------------------------------------------------------------------------------------------
-# Configurations: a dataset (DataConfig) + the training protocol (TrainProtocol) + own
+# Configurations: a dataset (DataConfig) + the training protocol (AdamWProtocol) + own
 # ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class RunConfig(TrainProtocol, DataConfig):
+class RunConfig(AdamWProtocol, DataConfig):
     """One training run: a dataset, the protocol (defaults = paper) and a model."""
 
     model: str = "ufm"  # ufm | transformer | lstm
@@ -84,7 +84,7 @@ class RunConfig(TrainProtocol, DataConfig):
 
 
 @dataclass(frozen=True)
-class ModelsConfig(TrainProtocol, DataConfig):
+class ModelsConfig(AdamWProtocol, DataConfig):
     """Parameters shared by the training notebooks: a dataset, the protocol, the models."""
 
     models: tuple[str, ...] = ("ufm", "transformer", "lstm")  # models to train
@@ -104,11 +104,11 @@ class ModelsConfig(TrainProtocol, DataConfig):
 class EvolutionConfig(RunConfig):
     """Snapshots of one model's geometry during training (appendix figure)."""
 
-    snapshot_epochs: tuple[int, ...] = (0, 10, 100, 26000)  # shown epochs (nearest record)
+    snapshot_steps: tuple[int, ...] = (0, 10, 100, 26000)  # shown steps (epochs; nearest record)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "snapshot_epochs", tuple(int(k) for k in self.snapshot_epochs))
+        object.__setattr__(self, "snapshot_steps", tuple(int(k) for k in self.snapshot_steps))
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ def init_ufm_state(ds: ContextDataset, cfg: TrainerConfig) -> NDArray[np.float64
     """Flat float64 parameter vector ``[vec(W), vec(H)]`` of the UFM at initialisation."""
     from ntpcore.geo.models.ufm import init_ufm
 
-    W, H = init_ufm(ds.m, ds.V, cfg.d, np.random.default_rng(cfg.seed))
+    W, H = init_ufm(ds.m, ds.V, cfg.dim, np.random.default_rng(cfg.init_seed))
     return np.concatenate([W.ravel(), H.ravel()])
 
 
@@ -139,7 +139,7 @@ def train_ufm_numpy(
     """
     if cfg.model != "ufm":
         raise DataError(f"train_ufm_numpy trains the UFM, got model={cfg.model!r}")
-    V, m, d = ds.V, ds.m, cfg.d
+    V, m, d = ds.V, ds.m, cfg.dim
     nW = V * d
     N = ds.counts.astype(np.float64)  # (V, m) joint counts
     Nj = N.sum(axis=0)  # (m,)
@@ -148,7 +148,7 @@ def train_ufm_numpy(
     theta = init_ufm_state(ds, cfg)
     mom, vel = np.zeros_like(theta), np.zeros_like(theta)
     start = 0
-    rec = Recorder(ds, record_epochs(cfg.n_epochs, cfg.n_records))
+    rec = Recorder(ds, record_epochs(cfg.n_steps, cfg.n_records))
     if checkpoint is not None and checkpoint.exists():
         with np.load(checkpoint, allow_pickle=False) as z:
             state = dict(z)
@@ -182,11 +182,11 @@ def train_ufm_numpy(
         np.add.reduce,
     )
     HT, WT = H.T, W.T
-    for k in range(start, cfg.n_epochs + 1):
+    for k in range(start, cfg.n_steps + 1):
         if k == nxt:
             rec.add(k, W, H, None)
             nxt = rec.next_epoch()
-        if k == cfg.n_epochs:
+        if k == cfg.n_steps:
             break
         lr = lr_at(cfg, k)
         if k == next_check:  # shift the logits only if they may leave [-600, 600]

@@ -42,7 +42,7 @@ def fit_ufm_ridge(
     V, m = ds.V, ds.m
     P, pi = ds.P, ds.pi
     nW = V * d
-    W0, H0 = ufm_init_arrays(ds, TrainerConfig(d=d, seed=seed))
+    W0, H0 = ufm_init_arrays(ds, TrainerConfig(dim=d, init_seed=seed))
 
     def fun(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         W, H = theta[:nW].reshape(V, d), theta[nW:].reshape(d, m)

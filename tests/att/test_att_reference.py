@@ -177,9 +177,9 @@ def test_cyclic_experiment_equals_the_reference_formulation():
     moving = ours["W_fin_norm"] > 1e-6
     assert moving.any()
     np.testing.assert_allclose(ours["norm_diff"][moving], ref["norm_diff"][moving], atol=1e-12)
-    assert np.abs(ours["norm_diff"] - ref["norm_diff"]).max() <= 2 * cfg.step_size
+    assert np.abs(ours["norm_diff"] - ref["norm_diff"]).max() <= 2 * cfg.lr
     # the comparison can fail: a reference with another step size is told apart
-    other = reference.cyclic(GlobalConfig(n_trials=3, n_steps=150, step_size=0.0101))
+    other = reference.cyclic(GlobalConfig(n_trials=3, n_steps=150, lr=0.0101))
     assert np.max(np.abs(other["corr_svm"] - ours["corr_svm"])) > 1e-5
 
 

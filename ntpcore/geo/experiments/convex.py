@@ -377,7 +377,8 @@ def run_proxy(
     datasets; ``G`` / ``G0`` (V, m): optimal and polar certificates of the synthetic set.
 
     The random instances are independent runs (per-instance cached by :func:`proxy_trial`;
-    trial ``t`` of the ``a``-th size uses ``SeedSequence(trial_seed).spawn(...)[a * n_trials + t]``):
+    trial ``t`` of the ``a``-th size uses
+    ``SeedSequence(trial_seed).spawn(...)[a * n_trials + t]``):
     they go through :func:`ntpcore.core.sweep.map_runs`, in-process by default, on
     ``n_workers`` local processes or on a ``dask.distributed`` scheduler.  How they run does
     not change what they compute, so neither is part of ``cfg`` or of any cache key.  The two

@@ -67,7 +67,7 @@ from ntpcore.geo.experiments.datasets import data_fingerprint, narrow
 from ntpcore.geo.logits import centered_support, finite_logits
 from ntpcore.geo.svm_scale import solve_nuclear_svm_scale
 from ntpcore.geo.train import train_model
-from ntpcore.geo.train.protocol import TrainerConfig, AdamWProtocol
+from ntpcore.geo.train.protocol import AdamWProtocol, TrainerConfig
 
 #: singular values above RANK_TOL * sigma_max count towards the rank.  The paper counts above
 #: 1e-6 with an interior-point solution; the first-order solution certified to a relative gap
@@ -112,7 +112,7 @@ class ScaleConfig(AdamWProtocol, CorpusConfig):
     svm_tol: float = 1e-5  # certified relative duality gap of L^mm
     n_steps: int = 1500  # full-batch AdamW steps (epochs) of the UFM
     lr: float = 2e-3  # initial learning rate
-    lr_milestones: tuple[int, ...] = (250, 500, 750, 1000, 1250)  # steps (epochs) where lr *= lr_gamma
+    lr_milestones: tuple[int, ...] = (250, 500, 750, 1000, 1250)  # steps where lr *= lr_gamma
     n_records: int = 24  # log-spaced record epochs
 
     def __post_init__(self) -> None:

@@ -49,7 +49,7 @@ from ntpcore.geo.experiments.datasets import DataConfig, data_fingerprint, load_
 from ntpcore.geo.logits import centered_support, finite_logits, nuclear_norm
 from ntpcore.geo.svm import nuclear_svm
 from ntpcore.geo.train import train_model
-from ntpcore.geo.train.protocol import TrainerConfig, AdamWProtocol
+from ntpcore.geo.train.protocol import AdamWProtocol, TrainerConfig
 
 DATASET_LABELS = {
     "synthetic": "synthetic set",

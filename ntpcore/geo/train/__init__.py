@@ -47,9 +47,9 @@ from ntpcore.geo.train.numpy_ufm import init_ufm_state, train_ufm_numpy
 from ntpcore.geo.train.protocol import (
     MODELS,
     PAPER_MILESTONES,
+    AdamWProtocol,
     Recorder,
     TrainerConfig,
-    AdamWProtocol,
     lr_at,
     record_epochs,
 )

@@ -49,6 +49,7 @@ from ntpcore.att.experiments.measures import (
 )
 from ntpcore.att.experiments.playground import (
     PLAYGROUND_DATASETS,
+    PlaygroundConfig,
     automaton_state,
     describe_playground,
     model_output_batch,
@@ -87,6 +88,7 @@ __all__ = [
     "GlobalTrial",
     "LocalConfig",
     "PLAYGROUND_DATASETS",
+    "PlaygroundConfig",
     "RegPathConfig",
     "SCCCellConfig",
     "SCCStatsConfig",

@@ -5,6 +5,8 @@ text the notebook shows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ntpcore.att.automaton import (
@@ -21,6 +23,7 @@ from ntpcore.errors import DataError, NTPError
 
 __all__ = [
     "PLAYGROUND_DATASETS",
+    "PlaygroundConfig",
     "automaton_state",
     "describe_playground",
     "model_output_batch",
@@ -98,6 +101,23 @@ def playground_state(
     else:
         data = toy_dataset(dataset)
     return automaton_state(data, tuple(int(t) for t in test_sequence), n_steps, lr, init_seed)
+
+
+@dataclass(frozen=True)
+class PlaygroundConfig:
+    """The playground's static rendering: a dataset, a decided and an undecided test
+    sequence, and the normalized-GD training of the model compared with the automaton."""
+
+    dataset: str = "random-5"  # a toy name of TOYS, or random-SEED (a random cyclic set)
+    decided_sequence: tuple[int, ...] = (4, 3, 5, 2)  # a sequence the theory decides
+    undecided_sequence: tuple[int, ...] = (0, 1, 4, 3)  # a tie between incomparable SCCs
+    n_steps: int = 3000  # normalized-GD steps of the trained model
+    lr: float = 0.01  # normalized-GD step size
+    init_seed: int = 0  # seed of the model's random initialisation
+
+    def training(self) -> dict:
+        """The keyword arguments of :func:`playground_state` and :func:`playground_answer`."""
+        return {"n_steps": self.n_steps, "lr": self.lr, "init_seed": self.init_seed}
 
 
 #: Datasets offered by the playground: the exact toys and ten random cyclic sets.

@@ -8,8 +8,10 @@ without typing a name again::
     cfg = from_params(experiments.GlobalConfig, globals())
 
 :func:`from_params` takes every field of the dataclass from the notebook's namespace (or
-from ``own``, the values the notebook computes itself, e.g. the seed of the draw it shows),
-turns a list into a tuple where the field is a tuple (a parameter cell writes lists; a
+from ``own``, the values the notebook computes itself, e.g. the seed of the draw it shows);
+a field that is itself a dataclass (a part of a composed configuration: the dataset, the
+training protocol) is built the same way from the same namespace.  It turns a list into a
+tuple where the field is a tuple (a parameter cell writes lists; a
 configuration must be hashable) and an ``int`` into a ``float`` where the field is a float
 (so that ``lr = 1`` and ``lr = 1.0`` are one cache key), and refuses a field the namespace
 lacks or a name in ``own`` the dataclass does not declare, with a
@@ -70,13 +72,29 @@ def from_params(cls: type[C], namespace: Mapping[str, Any], /, **own: Any) -> C:
         raise ParameterError(
             f"{cls.__name__} has no field {unknown[0]!r} (its fields: {', '.join(sorted(names))})"
         )
-    missing = [f.name for f in fields if f.name not in own and f.name not in namespace]
+    hints = typing.get_type_hints(cls)
+    missing = [
+        f.name
+        for f in fields
+        if f.name not in own and f.name not in namespace and not _is_part(hints.get(f.name))
+    ]
     if missing:
         raise ParameterError(
             f"{cls.__name__} needs the parameter {missing[0]!r}"
             + (f" (and {', '.join(map(repr, missing[1:]))})" if missing[1:] else "")
             + ": declare it in the notebook's parameters cell"
         )
-    hints = typing.get_type_hints(cls)
-    values = {f.name: own[f.name] if f.name in own else namespace[f.name] for f in fields}
-    return cls(**{k: _convert(v, hints.get(k)) for k, v in values.items()})
+    values = {}
+    for f in fields:
+        hint = hints.get(f.name)
+        if f.name in own:
+            values[f.name] = _convert(own[f.name], hint)
+        elif _is_part(hint):  # a part of the configuration: built from the same namespace
+            values[f.name] = from_params(hint, namespace)
+        else:
+            values[f.name] = _convert(namespace[f.name], hint)
+    return cls(**values)
+
+
+def _is_part(hint: Any) -> bool:
+    return isinstance(hint, type) and dataclasses.is_dataclass(hint)

@@ -21,6 +21,7 @@ from ntpcore.geo.synthetic import synthetic_dataset
 from ntpcore.geo.train import numpy_ufm, torch_nets
 
 SMALL = {"dim": 16, "tf_layers": 1, "tf_heads": 2, "lstm_layers": 1}
+PROTOCOL = {f.name for f in dataclasses.fields(gt.AdamWProtocol)}
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +34,12 @@ def _cfg(model: str, **kw) -> gt.TrainerConfig:
     base.update(kw)
     if model == "ufm":
         base["dim"] = kw.get("dim", 8)
-    return gt.TrainerConfig(model=model, **base)
+    protocol = gt.AdamWProtocol(**{k: v for k, v in base.items() if k in PROTOCOL})
+    return gt.TrainerConfig(protocol, model, **{k: v for k, v in base.items() if k not in PROTOCOL})
 
 
 def test_lr_schedule_matches_multistep_lr() -> None:
-    cfg = gt.TrainerConfig(lr=1e-4, lr_milestones=(5, 10, 15, 20, 25))
+    cfg = gt.AdamWProtocol(lr=1e-4, lr_milestones=(5, 10, 15, 20, 25))
     p = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.SGD([p], lr=cfg.lr)
     sched = torch.optim.lr_scheduler.MultiStepLR(opt, list(cfg.lr_milestones), cfg.lr_gamma)
@@ -45,7 +47,7 @@ def test_lr_schedule_matches_multistep_lr() -> None:
         assert opt.param_groups[0]["lr"] == pytest.approx(gt.lr_at(cfg, k), rel=1e-12)
         opt.step()
         sched.step()
-    assert gt.lr_at(gt.TrainerConfig(), 29999) == pytest.approx(1e-4 * 0.4**5)
+    assert gt.lr_at(gt.AdamWProtocol(), 29999) == pytest.approx(1e-4 * 0.4**5)
 
 
 def test_record_epochs() -> None:
@@ -103,7 +105,12 @@ def test_training_is_deterministic_given_seed(synth: ContextDataset, model: str)
     cfg = _cfg(model, n_steps=12)
     a = gt.train_model(synth, cfg, progress=False, device="cpu")
     b = gt.train_model(synth, cfg, progress=False, device="cpu")
-    c = gt.train_model(synth, dataclasses.replace(cfg, init_seed=1), progress=False, device="cpu")
+    c = gt.train_model(
+        synth,
+        dataclasses.replace(cfg, protocol=dataclasses.replace(cfg.protocol, init_seed=1)),
+        progress=False,
+        device="cpu",
+    )
     for k in ("ce", "W_norm", "H_norm", "W", "H", "b", "W_final"):
         np.testing.assert_array_equal(a[k], b[k])
     assert not np.array_equal(a["W_final"], c["W_final"])
@@ -121,7 +128,7 @@ def test_resume_from_checkpoint_equals_uninterrupted(
     real_lr_at = gt.lr_at
     stop = 2 * n // 3
 
-    def crashing_lr_at(c: gt.TrainerConfig, step: int) -> float:
+    def crashing_lr_at(c: gt.AdamWProtocol, step: int) -> float:
         if step == stop:
             raise KeyboardInterrupt
         return real_lr_at(c, step)

@@ -23,7 +23,8 @@ def synth():
 
 
 def _cfg(**kw) -> gt.TrainerConfig:
-    return gt.TrainerConfig(**{"n_steps": 400, "lr": 3e-3, "lr_milestones": (150, 300), **kw})
+    kw = {"n_steps": 400, "lr": 3e-3, "lr_milestones": (150, 300), **kw}
+    return gt.TrainerConfig(gt.AdamWProtocol(**kw))
 
 
 def test_ufm_equals_the_per_sample_reference_in_float64(synth):

@@ -337,27 +337,28 @@ def ufm(ds, cfg, dtype: torch.dtype = torch.float32) -> dict[str, Any]:
     from ntpcore.geo.train import init_ufm_state, record_epochs
 
     theta = init_ufm_state(ds, cfg)
-    nW = ds.V * cfg.dim
-    H = torch.nn.Parameter(torch.tensor(theta[nW:].reshape(cfg.dim, ds.m), dtype=dtype))
-    W = torch.nn.Parameter(torch.tensor(theta[:nW].reshape(ds.V, cfg.dim), dtype=dtype))
+    p = cfg.protocol
+    nW = ds.V * p.dim
+    H = torch.nn.Parameter(torch.tensor(theta[nW:].reshape(p.dim, ds.m), dtype=dtype))
+    W = torch.nn.Parameter(torch.tensor(theta[:nW].reshape(ds.V, p.dim), dtype=dtype))
     ctx, target = ds.samples()
     x = torch.nn.functional.one_hot(torch.as_tensor(ctx), ds.m).to(dtype)  # (n, m)
     target_t = torch.as_tensor(target)
     opt = torch.optim.AdamW(
-        [H, W], lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.999), eps=1e-8
+        [H, W], lr=p.lr, weight_decay=p.weight_decay, betas=(0.9, 0.999), eps=1e-8
     )
     sched = torch.optim.lr_scheduler.MultiStepLR(
-        opt, milestones=list(cfg.lr_milestones), gamma=cfg.lr_gamma
+        opt, milestones=list(p.lr_milestones), gamma=p.lr_gamma
     )
-    epochs = record_epochs(cfg.n_steps, cfg.n_records)
+    epochs = record_epochs(p.n_steps, p.n_records)
     snaps_W, snaps_H = [], []
     nxt = 0
-    for k in range(cfg.n_steps + 1):
+    for k in range(p.n_steps + 1):
         if nxt < len(epochs) and epochs[nxt] == k:
             snaps_W.append(W.detach().double().numpy().copy())
             snaps_H.append(H.detach().double().numpy().copy())
             nxt += 1
-        if k == cfg.n_steps:
+        if k == p.n_steps:
             break
         logits = (x @ H.t()) @ W.t()  # (n, V): one-hot layer, then the output layer
         loss = torch.nn.functional.cross_entropy(logits, target_t, reduction="sum")

@@ -49,9 +49,9 @@ class AdamWProtocol:
     counted here in ``n_steps`` (and the milestones in steps); the records keep the paper's
     word (``epoch``).
 
-    Every training configuration extends it (:class:`TrainerConfig` here, the experiment and
-    figure configurations of :mod:`ntpcore.geo.experiments.training`), so its fields stay
-    flat and keep the notebooks' parameter names.
+    A part of every training configuration (:class:`TrainerConfig` here, the experiment and
+    figure configurations of :mod:`ntpcore.geo.experiments.training`): its field names are
+    the notebooks' parameter names.
     """
 
     dim: int = 128  # d: embedding dimension (UFM d, transformer/LSTM width)
@@ -67,15 +67,13 @@ class AdamWProtocol:
         if self.n_steps < 0 or self.dim < 1 or self.lr <= 0 or self.weight_decay < 0:
             raise DataError("need n_steps >= 0, dim >= 1, lr > 0 and weight_decay >= 0")
         object.__setattr__(self, "lr_milestones", tuple(int(k) for k in self.lr_milestones))
-        post = getattr(super(), "__post_init__", None)  # next base of a combined config
-        if post is not None:
-            post()
 
 
 @dataclass(frozen=True)
-class TrainerConfig(AdamWProtocol):
-    """One training run: the protocol, the model and its architecture."""
+class TrainerConfig:
+    """What a trainer needs: the protocol, the model and its architecture."""
 
+    protocol: AdamWProtocol = AdamWProtocol()  # the paper's by default
     model: str = "ufm"  # ufm | transformer | lstm
     tf_layers: int = 4  # transformer blocks
     tf_heads: int = 6  # transformer attention heads
@@ -84,7 +82,6 @@ class TrainerConfig(AdamWProtocol):
     dtype: str = "auto"  # auto (float64 UFM, float32 networks) | float32 | float64
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         if self.model not in MODELS:
             raise DataError(f"model must be one of {MODELS}, got {self.model!r}")
         if self.dtype not in ("auto", "float32", "float64"):
@@ -104,9 +101,10 @@ def record_epochs(n_steps: int, n_records: int = 60) -> NDArray[np.int64]:
     return np.unique(pts[pts <= n_steps]).astype(np.int64)
 
 
-def lr_at(cfg: TrainerConfig, step: int) -> float:
+def lr_at(protocol: AdamWProtocol, step: int) -> float:
     """Learning rate of optimiser step ``step`` (0-based), as ``MultiStepLR`` gives it."""
-    return cfg.lr * cfg.lr_gamma ** sum(step >= k for k in cfg.lr_milestones)
+    lr, gamma, milestones = protocol.lr, protocol.lr_gamma, protocol.lr_milestones
+    return lr * gamma ** sum(step >= k for k in milestones)
 
 
 class Recorder:
@@ -165,7 +163,9 @@ class Recorder:
         out["epoch"] = out["epoch"].astype(np.int64)
         out["ce"] = out["ce_minus_H"] + self.H_ent
         out["entropy"] = self.H_ent
-        out.update(final, seconds=seconds, sec_per_epoch=seconds / max(cfg.n_steps - start, 1))
+        out.update(
+            final, seconds=seconds, sec_per_epoch=seconds / max(cfg.protocol.n_steps - start, 1)
+        )
         if checkpoint is not None and checkpoint.exists():
             checkpoint.unlink()
         return out
@@ -174,7 +174,12 @@ class Recorder:
 def epoch_bar(cfg: TrainerConfig, start: int, desc: str, progress: bool) -> tqdm:
     """The bar of a training's epochs (off with ``progress=False`` or ``NTP_PROGRESS=0``)."""
     return progress_bar(
-        total=cfg.n_steps, initial=start, desc=desc, enabled=progress, mininterval=0.5, leave=False
+        total=cfg.protocol.n_steps,
+        initial=start,
+        desc=desc,
+        enabled=progress,
+        mininterval=0.5,
+        leave=False,
     )
 
 

@@ -148,3 +148,44 @@ def test_the_check_refuses_what_the_table_rules_out(name):
 @pytest.mark.parametrize("name", ["dim", "lr", "gd_lr", "n_steps", "snapshot_steps", "data_seed"])
 def test_the_check_accepts_the_vocabulary(name):
     assert not _problems(name)
+
+
+def test_no_notebook_retypes_a_parameter():
+    """Every parameter is typed once, in the parameters cell: a notebook builds its
+    configuration with ``from_params`` (never a ``...Config(name=name, ...)`` call) and hands
+    no parameter on under its own name (``name=name``, ``{"name": name}``) -- but the
+    runner's, which say how a notebook runs (``fig_id``, ``profile``, ``n_workers``,
+    ``scheduler``)."""
+    import nbformat
+
+    runner = {"fig_id", "profile", "n_workers", "scheduler"}
+    bad = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+        names = set(PARAMETERS[path.stem]) - runner
+        for c in nb.cells:
+            if c.cell_type != "code" or c is cell:
+                continue
+            for node in ast.walk(ast.parse(c.source)):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr.endswith("Config")
+                ):
+                    bad.append(f"{path.stem}: {node.func.attr}(...) instead of from_params")
+                pairs = []
+                if isinstance(node, ast.keyword) and node.arg:
+                    pairs = [(node.arg, node.value)]
+                elif isinstance(node, ast.Dict):
+                    pairs = [
+                        (k.value, v)
+                        for k, v in zip(node.keys, node.values, strict=True)
+                        if isinstance(k, ast.Constant)
+                    ]
+                bad += [
+                    f"{path.stem}: {k} retyped"
+                    for k, v in pairs
+                    if k in names and isinstance(v, ast.Name) and v.id == k
+                ]
+    assert not bad, bad

@@ -407,6 +407,14 @@ class Ledger:
             + (f"; {n['sanity']} sanity check(s)" if n["sanity"] else "")
         )
 
+    def savefig(self, fig: Any, cfg: Any = None, **kwargs: Any) -> dict[str, Any]:
+        """Save this ledger's figure with its claims: :func:`ntpcore.figure.provenance.savefig`
+        under the ledger's ``fig_id`` and ``profile`` (a notebook types neither again; the
+        seeds are ``cfg``'s unless ``seeds`` says otherwise)."""
+        from ntpcore.figure.provenance import savefig
+
+        return savefig(fig, self.fig_id, cfg, profile=self.profile, claims=self, **kwargs)
+
     def _write(self) -> None:
         out = paths.output_dir(self.fig_id) / f"{self.fig_id}.claims.json"
         payload = {"fig_id": self.fig_id, "profile": self.profile, "claims": self.records()}

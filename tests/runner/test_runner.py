@@ -524,7 +524,7 @@ def test_the_corpus_scale_figure_runs_on_a_readers_text(dirs, monkeypatch, capsy
     assert reproduce.main(base + suggested + small) == 0, capsys.readouterr().err
     explore = dirs / "results" / "explore" / "geo-corpus-scale"
     sidecar = json.loads((explore / "geo-corpus-scale.json").read_text())
-    assert sidecar["explored"] and sidecar["params"]["corpus"] == str(dirs / "mine.txt")
+    assert sidecar["explored"] and sidecar["params"]["data"]["corpus"] == str(dirs / "mine.txt")
     assert sidecar["metrics"]["corpus_tokens"] == len(tokenize(text))
     assert {c["status"] for c in sidecar["claims"]} <= {"pass", "fail", "not-evaluated"}
     assert any(c["status"] == "pass" for c in sidecar["claims"])

@@ -21,7 +21,7 @@ which is what we solve:
   satisfy :math:`\|G\|_{op}\le\lambda` and :math:`\langle-G,L\rangle=\lambda\|L\|_*`
   (i.e. :math:`-G/\lambda\in\partial\|L\|_*`).  Both residuals are returned.
 
-The generic reference is cvxpy; :func:`reg_path_cvxpy` solves the convex problem directly
+The generic reference is cvxpy; :func:`regularization_path_cvxpy` solves the convex problem directly
 (exponential + semidefinite cones; small instances only).
 """
 
@@ -282,7 +282,7 @@ def regularization_path(
             raise SolverError(
                 f"regularization path: no certified minimiser at lambda={lam:g} "
                 f"(||grad CE||_op/lambda - 1 = {opt:.1e}, alignment residual {align:.1e}, "
-                f"tolerance {certify_tol:g}); raise max_iter or use reg_path_cvxpy"
+                f"tolerance {certify_tol:g}); raise max_iter or use regularization_path_cvxpy"
             )
         out["L"].append(L)
         out["W"].append(W.copy())
@@ -296,22 +296,30 @@ def regularization_path(
     return result
 
 
-def reg_path_cvxpy(
-    P: ArrayLike, pi: ArrayLike | None, lam: float, solver: str = "CLARABEL"
-) -> NDArray[np.float64]:
-    r"""Reference: :math:`\arg\min_L\mathrm{CE}(L)+\lambda\|L\|_*` with cvxpy (small sizes)."""
+def regularization_path_cvxpy(
+    P: ArrayLike, pi: ArrayLike | None, lambdas: ArrayLike, *, solver: str = "CLARABEL"
+) -> dict[str, NDArray[np.float64]]:
+    r"""Reference: :math:`L_\lambda=\arg\min_L\mathrm{CE}(L)+\lambda\|L\|_*` with cvxpy at
+    each of ``lambdas`` (small sizes); returns ``{"lambdas", "L"}`` (``L``: (k, V, m)), the
+    keys of :func:`regularization_path` it checks."""
     import cvxpy as cp
 
     P = as_prob_matrix(P)
     pi = context_weights(pi, P.shape[1])
+    lams = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
     V, m = P.shape
     L = cp.Variable((V, m))
+    lam = cp.Parameter(nonneg=True)
     ce = sum(pi[j] * (cp.log_sum_exp(L[:, j]) - P[:, j] @ L[:, j]) for j in range(m))
     prob = cp.Problem(cp.Minimize(ce + lam * cp.normNuc(L)))
-    try:
-        prob.solve(solver=solver)
-    except cp.error.SolverError as exc:
-        raise SolverError(f"cvxpy/{solver} failed on the regularized CE: {exc}") from exc
-    if prob.status not in ("optimal", "optimal_inaccurate"):
-        raise SolverError(f"cvxpy/{solver} returned status {prob.status!r}")
-    return np.asarray(L.value, dtype=np.float64)
+    out = []
+    for value in lams:
+        lam.value = float(value)
+        try:
+            prob.solve(solver=solver)
+        except cp.error.SolverError as exc:
+            raise SolverError(f"cvxpy/{solver} failed on the regularized CE: {exc}") from exc
+        if prob.status not in ("optimal", "optimal_inaccurate"):
+            raise SolverError(f"cvxpy/{solver} returned status {prob.status!r}")
+        out.append(np.asarray(L.value, dtype=np.float64))
+    return {"lambdas": lams, "L": np.stack(out)}

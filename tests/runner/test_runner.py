@@ -520,11 +520,11 @@ def test_the_corpus_scale_figure_runs_on_a_readers_text(dirs, monkeypatch, capsy
     assert len(errors) == 1 and "distinct words" in errors[0], printed.err
     assert "it supports vocab_size <=" in errors[0] and "run with --set" in errors[0]
     suggested = shlex.split(errors[0].split("; run with ", 1)[1])  # as a shell reads it
-    small = ["--set", "d=8", "--set", "n_epochs=40", "--set", "lr_milestones=[20]"]
+    small = ["--set", "dim=8", "--set", "n_steps=40", "--set", "lr_milestones=[20]"]
     assert reproduce.main(base + suggested + small) == 0, capsys.readouterr().err
     explore = dirs / "results" / "explore" / "geo-corpus-scale"
     sidecar = json.loads((explore / "geo-corpus-scale.json").read_text())
-    assert sidecar["explored"] and sidecar["params"]["source"] == str(dirs / "mine.txt")
+    assert sidecar["explored"] and sidecar["params"]["data"]["corpus"] == str(dirs / "mine.txt")
     assert sidecar["metrics"]["corpus_tokens"] == len(tokenize(text))
     assert {c["status"] for c in sidecar["claims"]} <= {"pass", "fail", "not-evaluated"}
     assert any(c["status"] == "pass" for c in sidecar["claims"])

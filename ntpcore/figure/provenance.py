@@ -36,6 +36,7 @@ from ntpcore.core.cache import _canonical
 from ntpcore.core.io import write_atomic, write_text_atomic
 from ntpcore.core.params import PROFILES
 from ntpcore.figure import sourcedata
+from ntpcore.figure.lines import ipython_shell
 from ntpcore.figure.plotting import stamp_quick
 
 _T0 = time.perf_counter()
@@ -201,9 +202,7 @@ def _show_png(fig: Figure, png: bytes) -> None:
     """In a notebook kernel: display the PNG just written, at the size the figure has on
     screen, and close the figure (the inline backend would otherwise render it again at the
     end of the cell).  Outside IPython: nothing."""
-    from ntpcore.figure.claims import _ipython
-
-    if _ipython() is None:
+    if ipython_shell() is None:
         return
     from IPython.display import Image, display
     from matplotlib import pyplot as plt

@@ -3,7 +3,7 @@
 import matplotlib.pyplot as plt
 import pytest
 
-from ntpcore.figure import claims, provenance
+from ntpcore.figure import provenance
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ def test_in_a_kernel_the_page_shows_the_png_written_and_nothing_more(tmp_path, m
 
     shown = []
     monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path))
-    monkeypatch.setattr(claims, "_ipython", lambda: object())
+    monkeypatch.setattr(provenance, "ipython_shell", lambda: object())
     monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
     with plt.rc_context({"figure.dpi": 100, "savefig.dpi": 200, "savefig.bbox": None}):
         fig = plt.figure(figsize=(3, 2))

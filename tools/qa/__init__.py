@@ -1,4 +1,5 @@
 """Quality tooling of the checkout: the golden outputs (``golden``, ``printed``,
 ``golden_update``), the baseline images (``images``), the floating-point configurations
-(``reproducibility``), the mutation catalogue (``mutations``) and the code-level mutation
-score (``mutmut_score``).  Reads ``tests/``; not part of the ``ntpcore`` wheel."""
+(``reproducibility``), the mutation catalogue (``mutations``), the code-level mutants
+(``mutants``), nbval on executed notebooks (``nbval_replay``) and the adoption of a finished
+run (``adopt``).  Reads ``tests/``; not part of the ``ntpcore`` wheel."""

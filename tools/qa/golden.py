@@ -48,7 +48,7 @@ from pathlib import Path
 import nbformat
 
 from ntpcore.core import paths
-from ntpcore.figure.claims import line_markdown, report_html
+from ntpcore.figure.lines import line_markdown, report_html
 from tools.qa import images
 from tools.qa.printed import (
     CLAIM,

@@ -16,7 +16,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ntpcore.figure.claims import DEVIATION
+from ntpcore.figure.lines import DEVIATION
 
 __all__ = [
     "CLAIM",

@@ -165,10 +165,9 @@ def check_workers(client: Any, cache_dir: Path) -> dict[str, Any]:
                 f"see a file written there): set NTP_CACHE_DIR to a folder on a file system "
                 f"the workers share"
             )
-    workers = client.scheduler_info(n_workers=-1)["workers"]
     return {
         "address": client.scheduler.address,
-        "workers": len(workers),
+        "workers": len(client.nthreads()),
         "threads": _threads(client),
     }
 
@@ -243,9 +242,9 @@ def lost(fig_id: str, exc: BaseException) -> str:
 
 
 def _threads(client: Any) -> int:
-    """The threads of the cluster's workers now."""
-    workers = client.scheduler_info(n_workers=-1)["workers"]
-    return sum(w["nthreads"] for w in workers.values())
+    """The threads of the cluster's workers now (asked of the scheduler: the client's cached
+    copy of its state can list a worker before its threads)."""
+    return sum(client.nthreads().values())
 
 
 def _stop(client: Any, stop: Any, futures: list[Any]) -> None:

@@ -145,8 +145,8 @@ class _Client:
             raise self.error
         return self.states
 
-    def scheduler_info(self, n_workers=-1):
-        return {"workers": {w: {"nthreads": 2} for w in self.states}}
+    def nthreads(self):
+        return {w: 2 for w in self.states}
 
 
 def test_workers_on_another_commit_or_cache_or_without_a_checkout_are_refused(tmp_path):

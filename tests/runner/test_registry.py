@@ -547,7 +547,7 @@ def test_notebook_markdown_reads_the_same_in_jupyterlab_as_in_the_book():
 
 def test_notebooks_import_only_the_paper_faces_and_the_figure_api():
     """A notebook reaches the package through a paper's face (``ntpcore.lin``, ``.geo``,
-    ``.att``) and its public ``experiments``/``plots``/``scale`` modules, and the figure
+    ``.att``) and its public ``experiments``/``checks``/``plots``/``scale`` modules, and the figure
     API (``ntpcore.figure``); never ``ntpcore.core``, the runner, an inner module, or a
     private name."""
     allowed = re.compile(

@@ -199,10 +199,13 @@ def mutated_source(mutant: Mutant) -> str:
 SITECUSTOMIZE = "import coverage\ncoverage.process_startup()\n"
 
 
-def coverage_map(*, jobs: int, force: bool = False) -> dict[str, dict[int, list[str]]]:
+def coverage_map(
+    *, jobs: int, force: bool = False, paper: str | None = None
+) -> dict[str, dict[int, list[str]]]:
     """file -> line -> the figures that execute it, from one covered quick run per figure
-    (kept in ``_build/mutants/coverage.json`` for the commit it was made at)."""
-    cache = WORK / "coverage.json"
+    (kept in ``_build/mutants/coverage[-<paper>].json`` for the commit it was made at);
+    with ``paper``, that paper's figures only (``core``: all)."""
+    cache = WORK / f"coverage{'-' + paper if paper and paper != 'core' else ''}.json"
     commit = provenance.git_state()["commit"]
     if cache.exists() and not force:
         data = json.loads(cache.read_text())
@@ -210,7 +213,7 @@ def coverage_map(*, jobs: int, force: bool = False) -> dict[str, dict[int, list[
             return {f: {int(k): v for k, v in lines.items()} for f, lines in data["lines"].items()}
     import coverage
 
-    figures = list(load_registry())
+    figures = [f for f, e in load_registry().items() if paper in (None, "core") or e.paper == paper]
     tmp = Path(tempfile.mkdtemp(prefix="ntp-cov-"))
     (tmp / "site").mkdir()
     (tmp / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
@@ -431,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(population)} mutants in {len(files)} science modules")
     if args.list:
         return 0
-    cov = coverage_map(jobs=args.jobs, force=args.recover)
+    cov = coverage_map(jobs=args.jobs, force=args.recover, paper=args.paper)
     covered = [m for m in population if cov.get(m.file, {}).get(m.line)]
     print(
         f"{len(covered)} on lines a figure executes; {len(population) - len(covered)} not covered"

@@ -551,7 +551,7 @@ def test_notebooks_import_only_the_paper_faces_and_the_figure_api():
     API (``ntpcore.figure``); never ``ntpcore.core``, the runner, an inner module, or a
     private name."""
     allowed = re.compile(
-        r"^ntpcore(\.(lin|geo|att)(\.(experiments(\.\w+)?|plots|scale))?|\.figure)?$"
+        r"^ntpcore(\.(lin|geo|att)(\.(experiments(\.\w+)?|checks(\.\w+)?|plots|scale))?|\.figure)?$"
     )
     for nb_path in sorted(paths.NOTEBOOK_DIR.glob("*.ipynb")):
         nb = nbformat.read(nb_path, as_version=4)

@@ -1,10 +1,18 @@
-"""Atomic file writes: a crash or an exception never leaves a half-written file."""
+"""Atomic file writes: a crash or an exception never leaves a half-written file.
+
+Every file written here gets the mode an ordinary ``open(path, "w")`` would give it, ``0o666``
+less the process's umask (``0o644`` under the usual umask ``022``, ``0o664`` under ``002``):
+the temporary file is created with that mode (:func:`tempfile.mkstemp` would make it
+``0o600``, private to its owner whatever the umask, which breaks a cache or a book shared
+by several users).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import tempfile
+import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
@@ -21,17 +29,44 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}", dir=path.parent
-    )
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = temporary_beside(path)
     try:
         yield tmp_path
         os.replace(tmp_path, path)
+    except OSError as exc:
+        if exc.filename is None:  # e.g. a full disk: say which file could not be written
+            raise type(exc)(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def temporary_beside(path: Path, tag: str = "tmp") -> Path:
+    """Create an empty file ``.<stem>.<random>.<tag><suffix>`` in ``path``'s folder, with the
+    umask's mode (see the module docstring), and return its path."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.stem}.{secrets.token_hex(4)}.{tag}{path.suffix}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path.parent))
+
+
+def current_umask() -> int:
+    """The process's umask (read from ``/proc`` where it can be; else set and restored)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_atomic(path: str | os.PathLike[str], writer: Callable[[IO[bytes]], None]) -> None:

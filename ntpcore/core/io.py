@@ -13,6 +13,7 @@ import contextlib
 import errno
 import os
 import secrets
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
@@ -111,3 +112,75 @@ def read_utf8_text(path: str | os.PathLike[str], what: str = "text file") -> str
             f"{exc.start:,} (line {line}) does not decode ({exc.reason}); convert it from its "
             f"encoding first, e.g. iconv -f latin1 -t utf-8 {p.name} > {p.stem}.utf8{p.suffix}"
         ) from exc
+
+
+def replace_together(moves: list[tuple[Path, Path]]) -> None:
+    """Move each ``source`` to its ``destination``, all or none.
+
+    The destinations' folders are created and checked writable first, then every source is
+    copied (or renamed) beside its destination under a temporary name, and only then are
+    the destinations replaced, in the order given, each by one rename; a previous file is
+    kept as a hard link (a copy where links are not supported) until all are in place.  If
+    any step fails, every destination is left as it was (a replaced one is put back, a new
+    one removed), the temporary files are removed, and the :class:`OSError` raised names
+    the path that failed (``filename``).  The sources are removed only on success.
+    """
+    staged: list[tuple[Path, Path]] = []  # (temporary beside the destination, destination)
+    backups: list[tuple[Path, Path | None]] = []  # (destination, its previous file or None)
+    current = moves[0][1] if moves else Path()  # what the step in progress writes
+    try:
+        for folder in dict.fromkeys(dest.parent for _, dest in moves):
+            current = folder
+            folder.mkdir(parents=True, exist_ok=True)
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(folder))
+        for src, dest in moves:
+            current = dest
+            if dest.is_dir():
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(dest))
+            tmp = temporary_beside(dest, "new")
+            staged.append((tmp, dest))
+            _copy_into(src, tmp)
+        for tmp, dest in staged:
+            current = dest
+            old = None
+            if dest.exists():
+                old = temporary_beside(dest, "old")
+                old.unlink()
+                try:
+                    os.link(dest, old)
+                except OSError:
+                    shutil.copy2(dest, old)
+            backups.append((dest, old))
+            os.replace(tmp, dest)
+    except OSError as exc:
+        for dest, old in reversed(backups):
+            with contextlib.suppress(OSError):
+                if old is not None:
+                    os.replace(old, dest)
+                    old.unlink(missing_ok=True)  # a rename onto a link to itself keeps both
+                else:
+                    dest.unlink(missing_ok=True)
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+        raise type(exc)(exc.errno, exc.strerror or str(exc), str(current)) from exc
+    for _, old in backups:
+        if old is not None:
+            with contextlib.suppress(OSError):
+                old.unlink()
+    for src, _ in moves:
+        with contextlib.suppress(OSError):
+            src.unlink(missing_ok=True)
+
+
+def _copy_into(src: Path, tmp: Path) -> None:
+    """``src``'s bytes into ``tmp`` (a name :func:`temporary_beside` reserved): a hard link on
+    one file system (``src`` stays until every destination is in place), else a copy with
+    ``src``'s mode."""
+    tmp.unlink()
+    try:
+        os.link(src, tmp)
+    except OSError:
+        shutil.copyfile(src, tmp)
+        shutil.copymode(src, tmp)

@@ -10,7 +10,8 @@ Every override (registry ``params``, registry ``quick`` and ``--set``) is valida
 against the notebook's ``parameters`` cell before any kernel starts.  Each notebook is
 executed by papermill into a private staging folder; only when it succeeds are its
 executed copy (``book/executed/<id>.ipynb``) and figures (``book/figures/<id>.*``) moved
-into place, so a failing notebook leaves no half-written figure.  The error names the
+into place, all of them or none (a folder that cannot be written leaves the previous files
+as they were), so a failing notebook leaves no half-written figure.  The error names the
 notebook, the cell and the cause.
 
 Every notebook checks the claims its figure illustrates (:mod:`ntpcore.figure.claims`).  The

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -131,6 +132,12 @@ def test_nan_and_inf_are_read_as_users_type_them():
         spec.check(parsed["a"], "--set")
 
 
+def test_a_whole_number_with_an_exponent_is_a_count():
+    parsed = planning.parse_set(["a=1e8", "b=1E3", "c=1.0e8", "d=2.5e3", "e=2e-3", "f=-1e2"])
+    assert parsed == {"a": 10**8, "b": 1000, "c": 1e8, "d": 2500.0, "e": 2e-3, "f": -100}
+    assert [type(v) for v in parsed.values()] == [int, int, float, float, float, int]
+
+
 SCRIPT = textwrap.dedent(
     """
     import sys
@@ -175,26 +182,54 @@ def test_sigterm_says_what_was_kept_and_leaves_no_staging_folder(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("fig_id", "override"),
+    ("fig_id", "override", "need"),
     [
-        ("lin-gd-direction", "n_steps=1000000000000"),
-        ("lin-next-token-dists", "vocab_size=10000000"),
+        ("lin-gd-direction", "n_steps=1000000000000", "GB of memory and this machine has"),
+        ("lin-next-token-dists", "vocab_size=10000000", "GB of memory and this machine has"),
+        # issue 32: these three blamed vocab_size, which the user had not touched
+        ("lin-next-token-dists", "dim=1e8", "GB of memory and this machine has"),
+        ("lin-next-token-dists", "n_contexts=1e8", "GB of memory and this machine has"),
+        ("geo-corpus-scale", "n_epochs=1e9", "hours, more than the 24 hours a run may take"),
     ],
 )
-def test_parameters_beyond_this_machine_are_refused_before_any_kernel_starts(
-    monkeypatch, capsys, fig_id, override
+def test_parameters_beyond_this_machine_are_refused_naming_the_one_set_and_a_value_that_fits(
+    monkeypatch, capsys, fig_id, override, need
 ):
     started = []
     monkeypatch.setattr(reproduce, "execute", lambda jobs, n: started.append(jobs) or [])
     assert reproduce.main(["--only", fig_id, "--set", override]) == 2
     err = capsys.readouterr().err
-    assert "GB of memory and this machine has" in err and "--force" in err
+    assert need in err and "--force" in err
     name = override.split("=")[0]
-    assert f"it grows with {name} (= " in err  # the parameter that drives it (issue 22)
+    assert f"it grows with {name} = " in err and "(you set it)" in err
+    fits = re.search(rf"{name} = ([0-9,]+) fits", err)
+    assert fits, err
     assert started == []
-    # --force lets a user try anyway (the estimate is only an estimate)
+    # the value it names fits, and --force lets a user try anyway (it is only an estimate)
+    value = int(fits.group(1).replace(",", ""))
+    assert reproduce.main(["--only", fig_id, "--set", f"{name}={value}"]) == 0
     assert reproduce.main(["--only", fig_id, "--set", override, "--force"]) == 0
-    assert len(started) == 1
+    assert len(started) == 2
+
+
+def test_beyond_this_machine_with_the_registrys_values_names_the_largest_contributor(
+    monkeypatch,
+):
+    entry = registry.FigureEntry(
+        "lin-x", "lin", "-", "t", "n", (), resources={"memory_gb": "1e-9 * a * b * b"}
+    )
+    monkeypatch.setattr(planning, "machine_memory_gb", lambda: 1.0)
+    params = {"a": 1000, "b": 1000, "c": 5}
+    with pytest.raises(ParameterError) as info:
+        planning.check_resources(entry, params, force=False)
+    message = str(info.value)
+    assert "it grows with b = 1,000 (the largest contributor): b = 894 fits" in message
+    assert planning.check_resources(entry, {**params, "b": 894}, force=False)
+    with pytest.raises(ParameterError, match="b = 1,000 .you set it.: b = 894 fits"):
+        planning.check_resources(entry, params, force=False, before={**params, "b": 10})
+    with pytest.raises(ParameterError, match="no value of a fits with the other parameters"):
+        big = {**params, "b": 10**6}
+        planning.check_resources(entry, big, False, {**big, "a": 1})
 
 
 def test_every_registered_figure_fits_this_machine_in_both_profiles():

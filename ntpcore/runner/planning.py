@@ -1,8 +1,9 @@
 r"""What a run of the runner will do, decided before any kernel starts: the figures of the
-registry and their parameters (:func:`plan`: every override validated against the
-notebook's ``parameters`` cell, ``--set`` values parsed as typed, memory and time estimated
-and refused beyond this machine unless forced), and their order (:func:`order_jobs`: a figure
-whose cached computations others read starts first, its readers last).
+registry and their parameters (:func:`plan`: ``--set`` values parsed as typed, every
+override validated against the notebook's ``parameters`` cell, then every parameter's final
+value against its range, memory and time estimated and refused beyond this machine unless
+forced), and their order (:func:`order_jobs`: a figure whose cached computations others read
+starts first, its readers last).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ntpcore.errors import ParameterError
 from ntpcore.runner.registry import (
     FigureEntry,
     RegistryError,
+    check_parameters,
     parse_parameters,
     validate_overrides,
 )
@@ -262,6 +264,11 @@ def plan(
         given = validate_overrides(specs, adhoc, "--set", fig_id)
         params = {**registry_params, **given, "fig_id": fig_id, "profile": profile}
         defaults = {k: s.default for k, s in specs.items()}
+        sources = {k: "registry params" for k in entry.params}
+        if profile == "quick":
+            sources |= {k: "registry quick" for k in entry.quick}
+        sources |= {k: "--set" for k in given} | {"fig_id": "--only", "profile": "--profile"}
+        check_parameters(specs, defaults | params, sources, fig_id)
         check_resources(entry, defaults | params, force, defaults | registry_params)
         jobs.append(Job(entry, profile, params, given, CELL_TIMEOUT[profile]))
     return jobs

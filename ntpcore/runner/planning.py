@@ -51,6 +51,9 @@ class Job:
     parameters: dict[str, Any]
     adhoc: dict[str, Any] = field(default_factory=dict)
     cell_timeout: float | None = None
+    #: an exploration replaces the previous exploration of its figure (``--replace``) instead
+    #: of keeping it in ``results/explore/<id>/previous-<n>/``
+    replace: bool = False
 
 
 def list_text(registry: dict) -> str:

@@ -253,6 +253,8 @@ def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
     except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
         wall = time.perf_counter() - t0
         message = _describe_failure(exc, job.entry.notebook, fig_id)
+        if isinstance(exc, OSError) and not exc.filename:  # e.g. a full disk
+            message += f" (while writing the run's files under {relative_to_root(staging)}/)"
         claims = _read_claims(fig_stage, fig_id) if fig_stage.exists() else ()
         if any(claims_mod.is_blocking(c) for c in claims):
             message += "\n" + _claims_problem(fig_id, job.profile, claims)
@@ -276,9 +278,14 @@ def settle(job: Job, staged: Staged, staging: Path, fig_dir: Path, executed_dir:
     fig_stage, executed = staging / "figures", staging / f"{fig_id}.ipynb"
     outcome = staged.outcome
     if staged.after == "publish":
+        kept_previous = None
         try:
+            if job.adhoc and not job.replace:
+                kept_previous = _keep_previous(fig_dir, fig_id)
             _publish(executed, fig_stage, fig_dir, executed_dir, fig_id)
         except OSError as exc:
+            if kept_previous is not None:  # links to the files still in place: not needed
+                shutil.rmtree(kept_previous, ignore_errors=True)
             failed = relative_to_root(Path(exc.filename)) if exc.filename else "?"
             message = (
                 f"{fig_id}: ran and its claims hold, but it could not be published: "
@@ -293,6 +300,8 @@ def settle(job: Job, staged: Staged, staging: Path, fig_dir: Path, executed_dir:
                 message += f"\n    its files could not be kept either ({keep})"
             return dataclasses.replace(outcome, ok=False, message=message)
         note = f"explored run: {relative_to_root(fig_dir)}/" if job.adhoc else ""
+        if kept_previous is not None:
+            note += f" (the previous exploration kept in {relative_to_root(kept_previous)}/)"
         return dataclasses.replace(outcome, message=note)
     if staged.after == "drop":
         return outcome
@@ -306,6 +315,29 @@ def settle(job: Job, staged: Staged, staging: Path, fig_dir: Path, executed_dir:
             outcome, message=f"{outcome.message}\n    executed copy with the traceback: {kept}"
         )
     return outcome
+
+
+def _keep_previous(explore: Path, fig_id: str) -> Path | None:
+    """Keep the previous exploration of ``fig_id`` (its sidecar, figure files and executed
+    copy in ``explore``) in a new ``explore/previous-<n>/``, numbered on from the last one,
+    as hard links (copies where links are not supported): the files themselves stay in
+    place until the new exploration replaces them.  ``None`` when there is none."""
+    if not (explore / f"{fig_id}.json").is_file():
+        return None
+    files = [p for p in explore.iterdir() if p.is_file() and p.name.startswith(f"{fig_id}.")]
+    taken = [
+        int(p.name.split("-", 1)[1])
+        for p in explore.glob("previous-*")
+        if p.name.split("-", 1)[1].isdigit()
+    ]
+    target = explore / f"previous-{max(taken, default=0) + 1}"
+    target.mkdir()
+    for f in files:
+        try:
+            os.link(f, target / f.name)
+        except OSError:
+            shutil.copy2(f, target / f.name)
+    return target
 
 
 def _read_claims(fig_stage: Path, fig_id: str) -> tuple[dict[str, Any], ...]:

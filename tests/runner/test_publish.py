@@ -135,3 +135,41 @@ def test_a_published_figure_replaces_every_file_with_the_umask_mode(tmp_path, mo
     }
     assert {stat.S_IMODE((tmp_path / k).stat().st_mode) for k in after} == {0o644}
     assert not list((tmp_path / "staging").rglob("*.*"))
+
+
+# --------------------------------------------------------------------------- explorations
+
+
+def _explore(base, seed, replace=False):
+    """Stage an exploration of FIG with ``seed`` and settle it into ``base / "explore"``."""
+    stage = base / f"staging-{seed}"
+    (stage / "figures").mkdir(parents=True)
+    for suffix in (".png", ".pdf", ".data.json"):
+        (stage / "figures" / f"{FIG}{suffix}").write_bytes(f"seed {seed}".encode())
+    (stage / "figures" / f"{FIG}.json").write_text(f'{{"seed": {seed}}}')
+    (stage / f"{FIG}.ipynb").write_text(f'{{"seed": {seed}}}')
+    entry = registry.FigureEntry(FIG, "lin", "-", "t", f"notebooks/{FIG}.ipynb", ())
+    job = planning.Job(entry, "paper", {"seed": seed}, {"seed": seed}, replace=replace)
+    staged = staging.Staged(staging.Outcome(FIG, True, 1.0), "publish")
+    explore = base / "explore"
+    return staging.settle(job, staged, stage, explore, explore)
+
+
+def test_a_new_exploration_keeps_the_previous_one_unless_told_to_replace_it(tmp_path):
+    """Issue 32, item 7: a new exploration of a figure silently replaced the previous one."""
+    explore = tmp_path / "explore"
+    first = _explore(tmp_path, 3)
+    assert first.ok and "previous" not in first.message
+    second = _explore(tmp_path, 4)
+    assert second.message.endswith(f"(the previous exploration kept in {explore}/previous-1/)")
+    assert (explore / f"{FIG}.json").read_text() == '{"seed": 4}'
+    kept = explore / "previous-1"
+    assert sorted(p.name for p in kept.iterdir()) == sorted(
+        f"{FIG}{s}" for s in (".png", ".pdf", ".data.json", ".json", ".ipynb")
+    )
+    assert {p.read_bytes() for p in kept.glob("*.json")} == {b"seed 3", b'{"seed": 3}'}
+    assert "previous-2" in _explore(tmp_path, 5).message
+    third = _explore(tmp_path, 6, replace=True)
+    assert third.ok and "previous" not in third.message
+    assert sorted(p.name for p in explore.glob("previous-*")) == ["previous-1", "previous-2"]
+    assert (explore / f"{FIG}.ipynb").read_text() == '{"seed": 6}'

@@ -3,6 +3,7 @@ checked together, nan/inf are read as typed, and an interruption leaves nothing 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -83,6 +84,8 @@ def test_a_notebook_run_by_hand_writes_the_explore_folder(tmp_path, monkeypatch,
         (["--list", "--order", "registry"], "--list takes no other option"),
         (["--only", FIG, "--order", "longest"], "--order must be one of"),
         (["--only", FIG, "--set", "seed=1", "--set", "seed=2"], "given twice"),
+        (["--only", FIG, "--replace"], "--replace applies to explorations (--set)"),
+        (["--list", "--replace"], "--list takes no other option"),
     ],
 )
 def test_flags_are_checked_together_before_anything_runs(monkeypatch, capsys, argv, message):
@@ -91,6 +94,36 @@ def test_flags_are_checked_together_before_anything_runs(monkeypatch, capsys, ar
     assert reproduce.main(argv) == 2
     assert message in capsys.readouterr().err
     assert started == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "cores", "ran_with", "err"),
+    [
+        (["--only", FIG, "--jobs", "40"], 2, 1, ["note: --jobs 40 lowered to 1, one worker"]),
+        (
+            ["--jobs", "40"],
+            2,
+            len(REG),
+            [
+                f"note: --jobs 40 lowered to {len(REG)}, one worker per figure",
+                f"warning: --jobs {len(REG)} is more than this machine's 2 CPU core(s)",
+            ],
+        ),
+        (["--only", FIG, "lin-reg-path", "--jobs", "2"], 1, 2, ["is more than this machine's 1"]),
+        (["--only", FIG, "lin-reg-path", "--jobs", "2"], 2, 2, []),
+    ],
+)
+def test_jobs_are_capped_at_the_figures_and_warned_above_the_cores(
+    dirs, monkeypatch, capsys, argv, cores, ran_with, err
+):
+    """Issue 32: --jobs 40 forked 40 workers on 2 cores."""
+    ran = []
+    monkeypatch.setattr(reproduce, "execute", lambda jobs, n: ran.append(n) or [])
+    monkeypatch.setattr(reproduce.os, "cpu_count", lambda: cores)
+    assert reproduce.main(argv) == 0  # (dirs: the run record goes to a temporary folder)
+    assert ran == [ran_with]
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln]
+    assert len(lines) == len(err) and all(e in ln for e, ln in zip(err, lines, strict=True))
 
 
 def _ids(jobs):
@@ -565,3 +598,21 @@ def test_the_corpus_scale_figure_runs_on_a_readers_text(dirs, monkeypatch, capsy
     assert any(c["status"] == "pass" for c in sidecar["claims"])
     assert (explore / "geo-corpus-scale.png").exists()
     assert not (dirs / "book-figures").exists()
+
+
+def test_a_full_disk_while_a_notebook_runs_names_where_it_was_writing(dirs, monkeypatch):
+    """Issue 32, item 7: the disk-full error named no file."""
+    import papermill
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(papermill, "execute_notebook", full)
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), ())
+    job = planning.Job(entry, "quick", {"fig_id": "lin-rt", "profile": "quick"})
+    outcome = staging.run_job(job, progress=False)
+    assert not outcome.ok
+    assert re.search(
+        r"No space left on device \(while writing the run's files under _build/ntp-\d+-lin-rt-",
+        outcome.message,
+    ), outcome.message

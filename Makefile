@@ -8,8 +8,8 @@
 #                                              beyond tolerance needs REASON)
 #   make reproducibility [REPRO="native ..."]  quick profile under several floating-point paths
 #   make mutations                             deliberate scientific errors: are they all caught?
-#   make mutmut                                code-level mutation score of the maths modules
-#                                              (mutmut; a developer's tool, not CI: ~6 min)
+#   make mutants                               code-level mutants of the science modules, the
+#                                              figures as the test (a developer's tool, not CI)
 #   make install | notebooks | html | check-book | browser-test | bench | lint | dev | clean
 #   make book TORCH_INDEX=<url>                torch from that index (default: the CPU build)
 #
@@ -36,7 +36,7 @@ TEST_OUT := _build/test
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := 1
 
-.PHONY: help install book notebooks html test unit nbval golden reproducibility mutations mutmut \
+.PHONY: help install book book-from-test notebooks html test unit nbval golden reproducibility mutations mutants \
         check-book browser-test bench lint dev clean distclean
 
 help:
@@ -75,16 +75,23 @@ html: $(STAMP)
 
 book: notebooks html
 
-# Tests: pytest (unit, theory, oracle, registry lint), then every registered notebook in the
-# quick profile into _build/test (so the book's own figures are untouched); every number the
-# cells tagged nbval-check-output print is compared with tests/golden/ within its measured
-# tolerance and every figure with its baseline image; then nbval re-executes the notebooks
-# and compares the words of those cells with the golden text (numbers masked: they were
-# compared above, within tolerance).
+# The quick book from make test's run (tools/qa/adopt.py: every figure, this commit, no
+# uncommitted change), without executing the notebooks again; else from a new quick run.
+book-from-test: $(STAMP)
+	$(PY) -m tools.qa.adopt $(TEST_OUT) --to-book || $(MAKE) notebooks PROFILE=quick
+	$(MAKE) html
+
+# Tests: pytest (unit, theory, oracle, registry lint) on $(JOBS) workers (pytest-xdist), then
+# every registered notebook in the quick profile into _build/test (so the book's own figures
+# are untouched), each executed once: every number the cells tagged nbval-check-output print
+# is compared with tests/golden/ within its measured tolerance and every figure with its
+# baseline image; then nbval compares the words of those cells in the same executed copies
+# with the golden text (numbers masked: they were compared above), replaying each cell's
+# outputs instead of executing the notebook again (tools/qa/nbval_replay.py).
 test: unit nbval
 
 unit: $(STAMP)
-	$(PY) -m pytest -m "not slow and not paper" -q
+	$(PY) -m pytest -m "not slow and not paper" -q -n $(JOBS)
 
 nbval: $(STAMP)
 	mkdir -p $(TEST_OUT)
@@ -92,8 +99,8 @@ nbval: $(STAMP)
 	  $(PY) -m ntpcore.reproduce --profile quick --jobs $(JOBS)
 	$(PY) -m tools.qa.golden check $(TEST_OUT)/executed --figures $(TEST_OUT)/figures
 	$(PY) -m tools.qa.golden inject $(TEST_OUT)/executed $(TEST_OUT)/nbval
-	NTP_PROGRESS=0 NTP_FIGURE_DIR=$(TEST_OUT)/nbval-figures $(PY) -m pytest -o addopts="" -p no:cacheprovider \
-	  --nbval-lax --nbval-current-env --nbval-cell-timeout=600 \
+	$(PY) -m pytest -o addopts="" -p no:cacheprovider -p tools.qa.nbval_replay \
+	  --nbval-replay $(TEST_OUT)/executed --nbval-lax --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_numbers.cfg -q $(TEST_OUT)/nbval
 
 # Golden outputs (tests/golden/): the numbers and words the tagged cells print, with each
@@ -112,8 +119,12 @@ golden: $(STAMP)
 REPRO ?= native numpy-kernels numpy-avx2 numpy-baseline openblas-nehalem openblas-sandybridge \
          openblas-haswell openblas-skylakex threads-2 torch-avx2 torch-default \
          mkl-compatible sandybridge-baseline
+# REPRO_ADOPT=native=_build/test takes the native configuration from make test's run when its
+# record shows the same configuration (tools/qa/adopt.py), instead of running it again.
+REPRO_ADOPT ?=
 reproducibility: $(STAMP)
-	$(PY) -m tools.qa.reproducibility --configs $(REPRO) --jobs $(JOBS)
+	$(PY) -m tools.qa.reproducibility --configs $(REPRO) --jobs $(JOBS) \
+	  $(if $(REPRO_ADOPT),--adopt $(REPRO_ADOPT))
 
 # The mutation catalogue (tests/mutations/): each deliberate error runs its figures in the
 # quick profile from an empty cache and must fail a claim, a golden number or a baseline
@@ -121,20 +132,21 @@ reproducibility: $(STAMP)
 mutations: $(STAMP)
 	$(PY) -m tools.qa.mutations
 
-# Code-level mutation score (mutmut) of the maths modules (ntpcore/core/logits.py,
-# ntpcore/lin/subspace.py, ntpcore/att/priority.py), each with only its own unit tests, one
-# module and one worker at a time; prints each score and every unexplained survivor, ends with
-# "code-level mutation score: K/N killed" (results/mutmut/report.json, Claims page).  A
-# developer's tool, not part of CI.  mutmut goes into _build/mutmut/tool (pins:
-# requirements/mutmut.txt), never into the project's environment.
+# Code-level mutants (tools/qa/mutants.py): mutmut's operators change one thing at a time in
+# the science modules; a fixed-seed sample of the changes on lines a figure executes runs
+# those figures in the quick profile; a change is killed when a figure fails.  Ends with
+# "code-level mutants: K/N killed" (results/mutants/report.json, Claims page).  A developer's
+# tool, not part of CI.  mutmut goes into _build/mutmut/tool (pins: requirements/mutmut.txt),
+# never into the project's environment.  MUTANTS_ARGS="--paper lin --sample 40" for one room.
 MUTMUT_TOOL := _build/mutmut/tool
 $(MUTMUT_TOOL)/.installed: requirements/mutmut.txt $(STAMP)
 	rm -rf $(MUTMUT_TOOL)
 	$(PY) -m pip install --quiet --no-deps --target $(MUTMUT_TOOL) -r requirements/mutmut.txt
 	touch $@
 
-mutmut: $(STAMP) $(MUTMUT_TOOL)/.installed
-	PYTHONPATH=$(CURDIR)/$(MUTMUT_TOOL) $(PY) -m tools.qa.mutmut_score
+MUTANTS_ARGS ?=
+mutants: $(STAMP) $(MUTMUT_TOOL)/.installed
+	PYTHONPATH=$(CURDIR)/$(MUTMUT_TOOL) $(PY) -m tools.qa.mutants --jobs $(JOBS) $(MUTANTS_ARGS)
 
 # Strict nbval: every text output of the book's executed notebooks must reproduce.
 check-book: $(STAMP)

@@ -59,6 +59,16 @@ def test_the_summary_line_counts_every_status(tmp_path, monkeypatch):
     assert "4 claims: 2 hold, 1 do not, 1 not evaluated" in line
 
 
+def test_a_claim_is_counted_by_kind():
+    from ntpcore.figure.claims import claim_kind
+
+    assert claim_kind({"source": "[lin, Thm. 2]"}) == "theorem"
+    assert claim_kind({"source": "[att, Conjecture 1]"}) == "theorem"
+    assert claim_kind({"source": "[lin, Thm. 2]", "paper": 0.9}) == "paper number"
+    assert claim_kind({"source": "[lin, App. A.2, Fig. 4]"}) == "figure statement"
+    assert claim_kind({"source": "[lin, Thm. 2]", "sanity": True}) == "sanity"
+
+
 def test_all_claims_collects_the_registered_figures_sidecars(tmp_path, monkeypatch):
     monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path))
     fig_id = "lin-toy-solutions"
@@ -82,6 +92,8 @@ def test_the_summary_line_counts_the_claims_that_print_the_papers_number():
     ]
     line = ntpclaims.summary_line(claims, per_paper=True)
     assert "3 of the 5 claims print the paper's own number" in line
+    # kinds: the paper's numbers, then what the source names (none here names a theorem)
+    assert "0 predictions of a theorem, lemma or conjecture, 3 numbers the paper prints" in line
     assert "(lin: 1 of 2; geo: 0 of 1; att: 2 of 2)" in line
     assert "(lin:" not in ntpclaims.summary_line(claims)
 

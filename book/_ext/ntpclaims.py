@@ -25,11 +25,11 @@ Directive ``{ntp-mutations}``
     The mutation score from ``results/mutations/report.json`` (``make mutations``): the
     score, the date and commit of the run, and a table of every mutation with what caught it.
 
-Directive ``{ntp-mutmut}``
-    The code-level mutation score from ``results/mutmut/report.json`` (``make mutmut``):
-    the tool, the date and commit of the run, and per module its tests, the mutants killed,
-    the survivors explained (equivalent, or an error message reworded) and unexplained; a
-    note saying it was not run when the file is missing.
+Directive ``{ntp-mutants}``
+    The code-level mutants' score from ``results/mutants/report.json`` (``make mutants``):
+    the sample, its seed, the date and commit of the run, its time, what killed the mutants,
+    and every survivor with its reason (or "unexplained"); a note saying it was not run when
+    the file is missing.
 """
 
 from __future__ import annotations
@@ -168,6 +168,9 @@ def summary_line(claims: list[dict], per_paper: bool = False) -> str:
         + (f"; and {n['sanity']} sanity checks, not counted as claims" if n["sanity"] else "")
         + f". **{len(numbered)} of the {n['claims']} claims print the paper's own number** "
         "beside ours"
+        + f". By kind: {n['kind:theorem']} predictions of a theorem, lemma or conjecture, "
+        f"{n['kind:paper number']} numbers the paper prints, {n['kind:figure statement']} "
+        "statements of a figure or of the text"
     )
     if per_paper:
         parts = []
@@ -369,56 +372,66 @@ class NTPMutations(SphinxDirective):
         return container.children
 
 
-MUTMUT_JSON = paths.RESULTS_DIR / "mutmut" / "report.json"
+MUTANTS_JSON = paths.RESULTS_DIR / "mutants" / "report.json"
 
 
-def mutmut_text(data: dict) -> str:
-    """The code-level score line and per-module table of a ``make mutmut`` run (pure)."""
-    when = data.get("when", "?")[:10]
+def mutants_text(data: dict) -> str:
+    """The score line and the survivors of a ``make mutants`` run (pure)."""
     commit = (data.get("commit") or "unknown")[:10]
     dirty = " with uncommitted changes" if data.get("dirty") else ""
+    scored = data["sampled"] - data["equivalent"]
+    how = data.get("by_how") or {}
+    minutes = data.get("seconds", 0) / 60
     lines = [
-        f"**Code-level mutation score: {data['killed']}/{data['total']} mutants killed** "
-        f"({data.get('tool', 'mutmut')}, run on {when} at commit `{commit}`{dirty}).",
-        "",
-        ":::{list-table}",
-        ":header-rows: 1",
-        ":class: ntp-mutations",
-        "",
-        "* - module",
-        "  - unit tests",
-        "  - killed",
-        "  - not killed: explained / unexplained",
+        f"**Code-level mutants, the figures as the test: {data['killed']}/{scored} killed "
+        f"({100 * data['score']:.0f}%)**, a sample of {data['sampled']} (seed {data['seed']}) "
+        f"from the {data['covered']} mutants on lines a figure executes "
+        f"({data['population']} in all), run on {data['date']} at commit `{commit}`{dirty} "
+        f"in {minutes:.0f} minutes. Killed by a claim: {how.get('claim', 0)}; by a panel "
+        f"that no longer shows what it declares: {how.get('panel', 0)}; by an error the change "
+        f"caused: {how.get('crash', 0)}; by a time limit: {how.get('timeout', 0)}. "
+        f"{data['equivalent']} survivors change nothing a run can show (equivalent, each with "
+        f"its reason in `tests/mutants/equivalent.yaml`) and are left out of the score; "
+        f"{data['survived_unexplained']} survive unexplained.",
     ]
-    for mod in data["modules"]:
-        surv = mod["survivors"]
-        explained = [s for s in surv if s.get("explained")]
-        wording = sum(1 for s in explained if s.get("kind") == "message wording")
-        share = f" ({100.0 * mod['detected'] / mod['mutants']:.0f}%)" if mod["mutants"] else ""
+    survivors = [o for o in data["outcomes"] if o["status"] == "survived"]
+    if survivors:
         lines += [
-            f"* - `{mod['file']}`",
-            f"  - {', '.join(f'`{t}`' for t in mod['tests'])}",
-            f"  - {mod['detected']}/{mod['mutants']}{share}",
-            f"  - {len(explained)} ({len(explained) - wording} equivalent, {wording} reword an "
-            f"error message) / {len(surv) - len(explained)}",
+            "",
+            ":::{list-table} Survivors",
+            ":header-rows: 1",
+            ":class: ntp-mutations",
+            "",
+            "* - where",
+            "  - change",
+            "  - why it survives",
         ]
-    lines.append(":::")
+        for o in survivors:
+            before, after = (
+                x.replace("`", "'").replace("\n", " ")[:60] for x in (o["before"], o["after"])
+            )
+            lines += [
+                f"* - `{o['file']}:{o['line']}` ({o['function'] or 'module level'})",
+                f"  - `{before}` → `{after}`",
+                f"  - {o['equivalent'] or '**unexplained**'}",
+            ]
+        lines.append(":::")
     return "\n".join(lines)
 
 
-class NTPMutmut(SphinxDirective):
-    """``{ntp-mutmut}``: the code-level mutation score (or a note saying it was not run)."""
+class NTPMutants(SphinxDirective):
+    """``{ntp-mutants}``: the code-level mutants' score (or a note saying it was not run)."""
 
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        if MUTMUT_JSON.exists():
-            self.env.note_dependency(str(MUTMUT_JSON))
-            text = mutmut_text(json.loads(MUTMUT_JSON.read_text()))
+        if MUTANTS_JSON.exists():
+            self.env.note_dependency(str(MUTANTS_JSON))
+            text = mutants_text(json.loads(MUTANTS_JSON.read_text()))
         else:
             text = (
-                ":::{note}\nCode-level mutation score: not run in this build. `make mutmut` "
-                "runs it and `make html` shows its score here.\n:::"
+                ":::{note}\nCode-level mutants: not run in this build. `make mutants` runs "
+                "them and `make html` shows the score here.\n:::"
             )
         container = nodes.container()
         self.state.nested_parse(
@@ -431,5 +444,5 @@ def setup(app):
     app.add_role("ntpval", NTPVal())
     app.add_directive("ntp-claims", NTPClaims)
     app.add_directive("ntp-mutations", NTPMutations)
-    app.add_directive("ntp-mutmut", NTPMutmut)
+    app.add_directive("ntp-mutants", NTPMutants)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -39,6 +39,7 @@ figure with any failed claim, names each one, and does not publish it.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -64,8 +65,12 @@ __all__ = [
     "between",
     "close_to",
     "holds",
+    "KINDS",
+    "claim_kind",
     "is_blocking",
     "line_markdown",
+    "report_html",
+    "report_summary",
     "load_claims",
     "tally",
 ]
@@ -182,6 +187,14 @@ class Claim:
     band: str | None = None  # a known deviation's band, e.g. "in [0.7, 0.9]"
     blocking: bool = False  # fails the run: failed, and not a known deviation inside its band
 
+    @property
+    def kind(self) -> str:
+        """What the claim is, for the counts of the Claims page: ``"sanity"`` (guaranteed by
+        mathematics or the construction), ``"paper number"`` (the paper prints the number
+        it reproduces), ``"theorem"`` (a theorem's, lemma's, proposition's or conjecture's
+        prediction), else ``"figure statement"`` (what a figure or the text states)."""
+        return claim_kind(asdict(self))
+
     def line(self) -> str:
         """The one line a check prints (also what the golden outputs compare)."""
         tag = {"pass": "PASS", "fail": "FAIL", "not-evaluated": "SKIP"}[self.status]
@@ -229,6 +242,87 @@ def line_markdown(line: str) -> str | None:
     return text
 
 
+#: the first line of a report (:meth:`Ledger.report`)
+_SUMMARY = re.compile(
+    r"^Checks of this figure: (?P<hold>\d+) hold, (?P<fail>\d+) do not, "
+    r"(?P<skip>\d+) not evaluated in the (?P<profile>\w+) profile$"
+)
+_MATH = re.compile(r"\$([^$]+)\$")
+_CODE = re.compile(r"`([^`]+)`")
+_EMPH = re.compile(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])")
+
+
+def report_summary(records: list[dict[str, Any]], profile: str) -> str:
+    """The first line of a report: how many checks hold, do not, were not evaluated."""
+    n = {s: sum(c["status"] == s for c in records) for s in STATUSES}
+    return (
+        f"Checks of this figure: {n['pass']} hold, {n['fail']} do not, "
+        f"{n['not-evaluated']} not evaluated in the {profile} profile"
+    )
+
+
+def _html_text(text: str) -> str:
+    """A statement's Markdown as HTML: maths as ``\\(...\\)`` for MathJax, code, emphasis."""
+    out, last = [], 0
+    for m in _MATH.finditer(text):
+        out.append(_html_words(text[last : m.start()]))
+        out.append("\\(" + html.escape(m.group(1), quote=False) + "\\)")
+        last = m.end()
+    out.append(_html_words(text[last:]))
+    return "".join(out)
+
+
+def _html_words(text: str) -> str:
+    text = html.escape(text, quote=False)
+    text = _CODE.sub(r"<code>\1</code>", text)
+    return _EMPH.sub(r"<em>\1</em>", text)
+
+
+def report_html(text: str) -> str | None:
+    """The HTML of a report (:meth:`Ledger.report`), a function of its plain text alone
+    (so the golden outputs give back what a kernel displayed): a ``<details>`` block whose
+    summary says how many checks hold, opened when one does not; ``None`` for a text that is
+    not a report."""
+    lines = text.split("\n")
+    head = _SUMMARY.match(lines[0])
+    if head is None:
+        return None
+    items = []
+    for line in lines[1:]:
+        m = _LINE.match(line)
+        if m is None:
+            return None
+        tag = m.group("tag")
+        dev = DEVIATION.search(m.group("rest"))
+        rest = m.group("rest")[: dev.start()] if dev else m.group("rest")
+        body = (
+            f"<b>{tag}</b> <code>{html.escape(m.group('id'))}</code>: "
+            f"{_html_text(m.group('statement'))} {html.escape(m.group('source'))}: "
+            f"ours {html.escape(rest, quote=False)}"
+        )
+        if dev:
+            body += (
+                f" [known deviation ({html.escape(dev['band'])}): "
+                f"{_html_text(m.group('rest')[dev.end() : -1])}]"
+            )
+        items.append(f'<li class="ntp-{tag.lower()}">{body}</li>')
+    hold, fail, skip = (int(head[k]) for k in ("hold", "fail", "skip"))
+    total = hold + fail + skip
+    if fail:
+        title = f"{fail} of {total} checks do not hold"
+    else:
+        title = f"{hold} checks hold" + (
+            f", {skip} not evaluated in the {head['profile']} profile" if skip else ""
+        )
+    state = " open" if fail else ""
+    mark = "&#10008;" if fail else "&#10004;"
+    return (
+        f'<details class="ntp-checks{" ntp-checks-fail" if fail else ""}"{state}>'
+        f'<summary>{mark} {title} <span class="ntp-show">(show)</span></summary>'
+        f'<ul class="ntp-checks-list">{"".join(items)}</ul></details>'
+    )
+
+
 def _ipython():
     """The running IPython shell (a notebook kernel), or ``None`` in plain Python."""
     ipython = sys.modules.get("IPython")
@@ -271,13 +365,16 @@ class Ledger:
     profile : ``"paper"`` or ``"quick"`` (the notebook's ``profile`` parameter)
     """
 
-    def __init__(self, fig_id: str, profile: str) -> None:
+    def __init__(self, fig_id: str, profile: str, *, defer: bool = False) -> None:
         if profile not in PROFILES:
             raise ClaimError(f"profile must be one of {PROFILES}, got {profile!r}")
         if not fig_id or "/" in fig_id:
             raise ClaimError(f"invalid fig_id {fig_id!r}")
         self.fig_id = fig_id
         self.profile = profile
+        #: show the claims together, collapsed, when :meth:`report` is called (else each
+        #: line as it is checked)
+        self.defer = defer
         self.claims: list[Claim] = []
 
     def check(
@@ -388,8 +485,31 @@ class Ledger:
                 f"brackets with none inside, e.g. '[lin, Thm. 2]'): {line!r}"
             )
         self.claims.append(claim)
-        _show(line)
+        if not self.defer:
+            _show(line)
         self._write()
+
+    def report(self) -> None:
+        """Show the figure's checks: one summary line, then every claim line.
+
+        In a notebook, one output whose plain text is those lines (what the golden outputs
+        compare) and whose HTML is a collapsed block behind the summary
+        (:func:`report_html`), opened when a claim fails; in plain Python the lines are
+        printed.  Returns nothing (see :meth:`check`).
+        """
+        text = self.report_text()
+        if _ipython() is None:
+            print(text)
+            return
+        from IPython.display import display
+
+        display({"text/plain": text, "text/html": report_html(text)}, raw=True)
+
+    def report_text(self) -> str:
+        """The summary line and the claim lines, as :meth:`report` shows them."""
+        return "\n".join(
+            [report_summary(self.records(), self.profile)] + [c.line() for c in self.claims]
+        )
 
     # ------------------------------------------------------------------------- records
     def records(self) -> list[dict[str, Any]]:
@@ -414,6 +534,22 @@ class Ledger:
         write_text_atomic(out, json.dumps(payload, indent=2, sort_keys=True))
 
 
+#: a source naming a theorem-like statement of the paper
+_THEOREM = re.compile(r"\b(Thm|Theorem|Lemma|Lem|Prop|Proposition|Cor|Corollary|Conjecture)\b")
+KINDS = ("theorem", "paper number", "figure statement", "sanity")
+
+
+def claim_kind(record: dict[str, Any]) -> str:
+    """The kind of a claim record (see :attr:`Claim.kind`)."""
+    if record.get("sanity"):
+        return "sanity"
+    if record.get("paper") is not None:
+        return "paper number"
+    if _THEOREM.search(record.get("source") or ""):
+        return "theorem"
+    return "figure statement"
+
+
 def is_blocking(record: dict[str, Any]) -> bool:
     """Whether a claim record (a sidecar dict) fails the run: failed, and not a known
     deviation inside its band.  Records written before bands existed count a failed known
@@ -431,6 +567,7 @@ def tally(records: list[dict[str, Any]]) -> dict[str, int]:
         "claims": len(paper),
         **{s: sum(c["status"] == s for c in paper) for s in STATUSES},
         "sanity": len(records) - len(paper),
+        **{f"kind:{k}": sum(claim_kind(c) == k for c in records) for k in KINDS},
     }
 
 

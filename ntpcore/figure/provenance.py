@@ -1,7 +1,8 @@
 """Save figures with a provenance sidecar.
 
-:func:`savefig` writes ``<fig_id>.png`` (for the book), ``<fig_id>.pdf`` (paper quality)
-and ``<fig_id>.json`` (the sidecar) to :func:`ntpcore.core.paths.output_dir`: the
+:func:`savefig` writes ``<fig_id>.png`` (for the book), in the paper profile also
+``<fig_id>.pdf`` (paper quality; the quick profile, for checks, makes none), and
+``<fig_id>.json`` (the sidecar) to :func:`ntpcore.core.paths.output_dir`: the
 folder the runner gives (``$NTP_FIGURE_DIR``), or, for a notebook run by hand,
 ``results/explore/<fig_id>/`` -- an explored run never replaces the book's figure -- and,
 with the package installed without a checkout, ``ntp-outputs/<fig_id>/`` beside the notebook
@@ -10,6 +11,10 @@ byte-stable from run to run: the PNG/PDF metadata carry the figure id and the co
 but no dates or software versions.  The sidecar records the merged parameters, the
 profile, the commit and dirty flag, package versions, seeds, wall time and the key
 metrics the notebook reports.  Every file is written atomically.
+
+In a notebook, the figure shown below the cell is the PNG just written (displayed at the
+figure's on-screen size, and closed, so that ``plt.show()`` draws nothing more): one
+rendering serves the file and the page.
 """
 
 from __future__ import annotations
@@ -93,6 +98,7 @@ def savefig(
     extra: dict[str, Any] | None = None,
     claims: Any = None,
     series: dict[tuple[int, str], tuple[Any, Any]] | None = None,
+    panels: sourcedata.Panels | None = None,
 ) -> dict[str, Any]:
     """Save ``fig`` as PNG + PDF with a JSON provenance sidecar and the figure's source data
     (``<fig_id>.data.json``: every panel's series, :mod:`ntpcore.figure.sourcedata`);
@@ -112,12 +118,18 @@ def savefig(
     series : ``{(panel, label): (x, y)}``: labelled lines checked against the computed
         results they name before anything is written (a swapped label or a series from
         another run raises :class:`~ntpcore.figure.sourcedata.FigureDataError`)
+    panels : what every panel must show (:class:`~ntpcore.figure.sourcedata.Panels`: axis
+        scales, every labelled line, band, bar series and point set, every image with its
+        colour limits), checked before anything is written; a difference raises
+        :class:`~ntpcore.figure.sourcedata.FigureDataError`
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
     if not fig_id or "/" in fig_id or fig_id.startswith("."):
         raise ValueError(f"invalid fig_id {fig_id!r}")
     n_series = sourcedata.check_series(fig, series or {})
+    if panels is not None:
+        n_series += sourcedata.check(fig, panels)
     data = sourcedata.extract(fig)
     if profile == "quick":
         stamp_quick(fig)
@@ -127,18 +139,21 @@ def savefig(
 
     png = io.BytesIO()
     fig.savefig(png, format="png", metadata={"Software": None, "Title": fig_id, "Source": sha})
-    pdf = io.BytesIO()
-    fig.savefig(
-        pdf,
-        format="pdf",
-        metadata={
-            "CreationDate": None,
-            "Creator": None,
-            "Producer": None,
-            "Title": fig_id,
-            "Subject": f"commit {sha}",
-        },
-    )
+    files = {f"{fig_id}.png": png.getvalue()}
+    if profile == "paper":  # paper quality; the quick profile's figures are checks
+        pdf = io.BytesIO()
+        fig.savefig(
+            pdf,
+            format="pdf",
+            metadata={
+                "CreationDate": None,
+                "Creator": None,
+                "Producer": None,
+                "Title": fig_id,
+                "Subject": f"commit {sha}",
+            },
+        )
+        files[f"{fig_id}.pdf"] = pdf.getvalue()
     sidecar = {
         "fig_id": fig_id,
         "profile": profile,
@@ -150,16 +165,43 @@ def savefig(
         "git": git,
         "versions": versions(),
         "compute_wall_time_s": round(time.perf_counter() - _T0, 3),
-        "files": [f"{fig_id}.png", f"{fig_id}.pdf", f"{fig_id}.data.json"],
+        "files": [*files, f"{fig_id}.data.json"],
         "series_checked": n_series,
+        "panels_checked": panels is not None,
     }
-    write_atomic(outdir / f"{fig_id}.png", lambda fh: fh.write(png.getvalue()))
-    write_atomic(outdir / f"{fig_id}.pdf", lambda fh: fh.write(pdf.getvalue()))
+    for name, content in files.items():
+        write_atomic(outdir / name, lambda fh, content=content: fh.write(content))
     write_text_atomic(outdir / f"{fig_id}.data.json", json.dumps({"fig_id": fig_id, **data}))
     write_text_atomic(outdir / f"{fig_id}.json", json.dumps(sidecar, indent=2, sort_keys=True))
     if outdir == paths.explore_dir(fig_id):
         print(explored_line(fig_id, outdir))
+    _show_png(fig, png.getvalue())
     return sidecar
+
+
+def _show_png(fig: Figure, png: bytes) -> None:
+    """In a notebook kernel: display the PNG just written, at the size the figure has on
+    screen, and close the figure (the inline backend would otherwise render it again at the
+    end of the cell).  Outside IPython: nothing."""
+    from ntpcore.figure.claims import _ipython
+
+    if _ipython() is None:
+        return
+    from IPython.display import Image, display
+    from matplotlib import pyplot as plt
+
+    width = _png_width(png)
+    saved_dpi = plt.rcParams["savefig.dpi"]  # "figure": the figure's own dpi
+    scale = 1.0 if saved_dpi == "figure" else fig.dpi / float(saved_dpi)
+    display(Image(data=png, format="png", width=round(width * scale) if width else None))
+    plt.close(fig)
+
+
+def _png_width(png: bytes) -> int | None:
+    """Pixel width of a PNG, read from its IHDR chunk."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(png[16:20], "big")
 
 
 def explored_line(fig_id: str, outdir) -> str:

@@ -23,7 +23,7 @@ from ntpcore.errors import DataError, ParameterError
 @pytest.fixture(autouse=True)
 def _fresh_scc_structures():
     """Each test computes the SCC structures it checks: the cache is shared by the process,
-    and a structure cached before (by another test, or by the clean run that make mutmut
+    and a structure cached before (by another test, or by a clean run a mutation tool
     forks its mutants from) would hide a change in how it is computed."""
     priority._scc_structure.cache_clear()
 
@@ -158,7 +158,7 @@ def test_an_empty_dataset_is_a_clear_error():
         att.token_priority_graphs(tok, lab, 4)
 
 
-# ------------------------------------------------ written against the survivors of make mutmut
+# ---------------------------------- written against the survivors of code-level mutants (mutmut)
 def test_smallest_vocabularies_and_sequences_are_valid():
     """K = 1 (one token) and T = 1 (the query is the whole context, so y_i = k_i): valid data
     whose TPGs have no edge (an edge needs a context token other than the label)."""

@@ -3,7 +3,7 @@ eq. (1)], its gradient, the entropy [lin, eq. (3)], the excess CE - H, softmax a
 in-support projection onto F [geo, Sec. 2], each checked against an independent
 implementation (scipy's logsumexp, softmax and rel_entr, an explicit basis of F, finite
 differences) or a closed form on a small instance.  Written against the survivors of the
-code-level mutation run (``make mutmut``)."""
+code-level mutation run of the unit tests (mutmut)."""
 
 from __future__ import annotations
 

@@ -118,7 +118,7 @@ def test_W_star_depends_on_probabilities(synth):
     assert np.linalg.norm(W1 - W2) > 0.1 * np.linalg.norm(W1)
 
 
-# ------------------------------------------------ written against the survivors of make mutmut
+# ---------------------------------- written against the survivors of code-level mutants (mutmut)
 def _with_singular_values(s, d=4, seed=0):
     """H (d, len(s)) = U diag(s) V^T with random orthonormal U, V."""
     rng = np.random.default_rng(seed)

@@ -251,7 +251,10 @@ def test_a_spread_measured_before_the_words_of_its_line_changed_is_not_applied(t
 
 
 # ------------------------------------------------------------------------ nbval
-def _nbval(path) -> subprocess.CompletedProcess:
+def _nbval(path, replay=None) -> subprocess.CompletedProcess:
+    """nbval on ``path``: executing every cell in a kernel, or, with ``replay`` (a folder of
+    executed copies), answering each cell from its executed copy (``make test``'s way)."""
+    replaying = ["-p", "tools.qa.nbval_replay", "--nbval-replay", str(replay)] if replay else []
     return subprocess.run(
         [
             sys.executable,
@@ -261,6 +264,7 @@ def _nbval(path) -> subprocess.CompletedProcess:
             "addopts=",
             "-p",
             "no:cacheprovider",
+            *replaying,
             "--nbval-lax",
             "--nbval-current-env",
             "--nbval-sanitize-with",
@@ -268,13 +272,17 @@ def _nbval(path) -> subprocess.CompletedProcess:
             "-q",
             str(path),
         ],
+        cwd=paths.ROOT,
         capture_output=True,
         text=True,
         timeout=300,
     )
 
 
-def test_nbval_compares_the_words_and_leaves_the_numbers_to_the_golden_check(tmp_path):
+@pytest.mark.parametrize("replay", [False, True], ids=["executing", "replaying"])
+def test_nbval_compares_the_words_and_leaves_the_numbers_to_the_golden_check(tmp_path, replay):
+    """The same verdicts whether nbval executes the cells in a kernel or replays the outputs
+    of the executed copies (what ``make test`` does, so that no notebook runs twice)."""
     executed, gdir = tmp_path / "executed", tmp_path / "golden"
     executed.mkdir()
     _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0175")])
@@ -282,13 +290,29 @@ def test_nbval_compares_the_words_and_leaves_the_numbers_to_the_golden_check(tmp
     # a number that moved: nbval passes (masked), the golden check fails
     _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0200")])
     golden.inject_all(executed, tmp_path / "moved", gdir)
-    assert _nbval(tmp_path / "moved").returncode == 0
+    assert _nbval(tmp_path / "moved", executed if replay else None).returncode == 0
     assert not all(c.ok for c in golden.check(executed, gdir))
-    # a word that changed: nbval fails
+    # a word that changed: nbval fails, naming the cell and showing the line
     _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0175").replace("PASS", "FAIL", 1)])
     golden.inject_all(executed, tmp_path / "words", gdir)
-    words = _nbval(tmp_path / "words")
+    words = _nbval(tmp_path / "words", executed if replay else None)
     assert words.returncode != 0 and "FAIL lin-x:ratio" in words.stdout
+    assert "Cell 1" in words.stdout
+
+
+def test_a_replayed_cell_must_be_the_executed_copys_cell(tmp_path):
+    """Replaying answers a cell only from the same cell of the executed copy: a reference
+    whose code differs is an error, never a comparison of unrelated outputs."""
+    executed, gdir = tmp_path / "executed", tmp_path / "golden"
+    executed.mkdir()
+    _executed(executed / "lin-x.ipynb", [CLAIM.format(v="0.0175")])
+    golden_update.update(executed, gdir, reason="first")
+    golden.inject_all(executed, tmp_path / "ref", gdir)
+    ref = nbformat.read(tmp_path / "ref" / "lin-x.ipynb", as_version=4)
+    ref.cells[0].source = "import cmath"
+    nbformat.write(ref, tmp_path / "ref" / "lin-x.ipynb")
+    out = _nbval(tmp_path / "ref", executed)
+    assert out.returncode != 0 and "not the executed copy's next cell" in out.stdout
 
 
 KERNEL_CELL = r"""
@@ -350,6 +374,55 @@ def test_injected_outputs_are_those_a_kernel_gives(tmp_path, monkeypatch, capsys
     monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "plain"))
     capsys.readouterr()
     exec(KERNEL_CELL, {})
+    assert capsys.readouterr().out == text
+
+
+REPORT_CELL = r"""
+from ntpcore.figure import claims
+led = claims.Ledger("lin-x", "quick", defer=True)
+print("computed")
+led.check("ratio", r"Adam ends with a smaller CE than GD: $\|W_T\|_*$ ratio", 0.0175,
+          claims.at_most(1), source="[lin, App. A.2, Fig. 5]", paper="< 1")
+led.check("dev", "norm ratio", 2.0, claims.at_most(1), source="[geo, Fig. 2(d)]",
+          known_deviation=r"on the *Wikipedia* sets $\|S\|_*$ is larger", band=(0, 3))
+led.check("later", "a paper-only claim", 1.0, claims.at_most(2), source="[lin, Thm. 2]",
+          profiles=("paper",))
+led.report()
+"""
+
+
+def test_a_report_injected_is_what_the_kernel_displayed(tmp_path, monkeypatch, capsys):
+    """A ledger that defers shows its claims in one report (a summary line, then the claim
+    lines; collapsed HTML): the golden text gives back that very output, and outside IPython
+    the report prints the same text."""
+    import nbclient
+
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "kernel"))
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    cell = nbformat.v4.new_code_cell(REPORT_CELL)
+    cell.metadata["tags"] = [golden.TAG]
+    nb.cells = [cell]
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    kernel = nb.cells[0].outputs
+    assert [o.output_type for o in kernel] == ["stream", "display_data"]
+    assert (
+        kernel[1]
+        .data["text/plain"]
+        .startswith(
+            "Checks of this figure: 1 hold, 1 do not, 1 not evaluated in the quick profile\n"
+        )
+    )
+    assert "<details" in kernel[1].data["text/html"] and "open" in kernel[1].data["text/html"]
+    (text,) = golden.extract(nb)
+    assert _normalized(golden.outputs(text)) == _normalized(kernel)
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "plain"))
+    capsys.readouterr()
+    exec(REPORT_CELL, {})
     assert capsys.readouterr().out == text
 
 

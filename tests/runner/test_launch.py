@@ -271,7 +271,7 @@ def test_an_installed_run_writes_beside_the_notebook_and_says_so(installed, caps
     ledger.check("small", "a small number", 0.1, at_most(1.0), source="[lin, Thm. 1]")
     side = provenance.savefig(plt.figure(), "lin-x", {}, profile="quick", claims=ledger)
     out = installed / "ntp-outputs" / "lin-x"
-    names = {"lin-x.png", "lin-x.pdf", "lin-x.json", "lin-x.data.json", "lin-x.claims.json"}
+    names = {"lin-x.png", "lin-x.json", "lin-x.data.json", "lin-x.claims.json"}  # quick: no PDF
     assert {p.name for p in out.iterdir()} == names
     assert side["git"] == {"commit": None, "dirty": None}  # no checkout: no repository state
     lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("Exploration")]

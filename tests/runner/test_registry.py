@@ -494,7 +494,7 @@ def test_savefig_is_byte_stable_and_records_provenance(tmp_path, monkeypatch):
         fig, ax = plt.subplots()
         ax.plot([0, 1], [1, 0])
         side = provenance.savefig(
-            fig, "lin-probe", {"a": 1}, profile="quick", metrics={"m": np.float64(0.25)}, seeds=[0]
+            fig, "lin-probe", {"a": 1}, profile="paper", metrics={"m": np.float64(0.25)}, seeds=[0]
         )
         plt.close(fig)
         digests.append(
@@ -505,7 +505,7 @@ def test_savefig_is_byte_stable_and_records_provenance(tmp_path, monkeypatch):
         )
     assert digests[0] == digests[1]
     on_disk = json.loads((tmp_path / "lin-probe.json").read_text())
-    assert on_disk["metrics"] == {"m": 0.25} and on_disk["profile"] == "quick"
+    assert on_disk["metrics"] == {"m": 0.25} and on_disk["profile"] == "paper"
     assert on_disk["versions"]["numpy"] == np.__version__
     assert {"commit", "dirty"} <= set(on_disk["git"]) and side["params"] == {"a": 1}
     with pytest.raises(ValueError, match="profile"):

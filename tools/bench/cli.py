@@ -40,8 +40,8 @@ from ntpcore.core import paths
 from ntpcore.core.io import write_text_atomic
 from ntpcore.figure.provenance import git_state, versions
 from ntpcore.geo.train.numpy_ufm import adamw_kernel
-from tools.bench.paired import bench_paired
 from tools.bench.figure_runs import bench_pipeline, bench_runs
+from tools.bench.paired import bench_paired
 from tools.bench.solvers import PROBLEMS, bench_solvers, plot_solvers
 from tools.bench.trainers import bench_trainers, gpu_name
 

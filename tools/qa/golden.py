@@ -48,7 +48,7 @@ from pathlib import Path
 import nbformat
 
 from ntpcore.core import paths
-from ntpcore.figure.claims import line_markdown
+from ntpcore.figure.claims import line_markdown, report_html
 from tools.qa import images
 from tools.qa.printed import (
     CLAIM,
@@ -294,10 +294,12 @@ def check(executed: Path, golden_dir: Path = GOLDEN_DIR) -> list[Comparison]:
 def outputs(text: str) -> list[nbformat.NotebookNode]:
     """The outputs a kernel gives for a tagged cell that printed ``text``.
 
-    A claim line is displayed by the ledger (:func:`ntpcore.figure.claims.line_markdown`): a
-    ``display_data`` output, its plain text the line and its Markdown the same function of it;
-    the lines printed around claim lines are stdout streams, split where a claim line
-    comes, as the kernel flushes them.
+    A ledger's report (:meth:`ntpcore.figure.claims.Ledger.report`: a summary line and the
+    claim lines under it) is one ``display_data`` output, its plain text those lines and its
+    HTML :func:`~ntpcore.figure.claims.report_html` of them; a claim line shown on its own
+    (a ledger that does not defer) is a ``display_data`` output whose Markdown is
+    :func:`~ntpcore.figure.claims.line_markdown` of it; the lines printed around them are
+    stdout streams, split where a display comes, as the kernel flushes them.
     """
     outs: list[nbformat.NotebookNode] = []
     printed: list[str] = []
@@ -307,14 +309,26 @@ def outputs(text: str) -> list[nbformat.NotebookNode]:
             outs.append(nbformat.v4.new_output("stream", name="stdout", text="".join(printed)))
             printed.clear()
 
-    for line in text.splitlines(keepends=True):
-        md = line_markdown(line.rstrip("\n"))
-        if md is None:
-            printed.append(line)
-            continue
-        flush()
-        data = {"text/plain": line.rstrip("\n"), "text/markdown": md}
-        outs.append(nbformat.v4.new_output("display_data", data=data))
+    lines = text.splitlines(keepends=True)
+    k = 0
+    while k < len(lines):
+        line = lines[k].rstrip("\n")
+        if report_html(line) is not None:  # a report: the summary and its claim lines
+            block = [line]
+            while k + 1 < len(lines) and line_markdown(lines[k + 1].rstrip("\n")) is not None:
+                k += 1
+                block.append(lines[k].rstrip("\n"))
+            flush()
+            plain_block = "\n".join(block)
+            data = {"text/plain": plain_block, "text/html": report_html(plain_block)}
+            outs.append(nbformat.v4.new_output("display_data", data=data))
+        elif (md := line_markdown(line)) is not None:
+            flush()
+            data = {"text/plain": line, "text/markdown": md}
+            outs.append(nbformat.v4.new_output("display_data", data=data))
+        else:
+            printed.append(lines[k])
+        k += 1
     flush()
     return outs
 

@@ -67,6 +67,7 @@ from ntpcore.core import paths
 from ntpcore.core.io import write_text_atomic
 from ntpcore.figure import provenance
 from tools.qa import golden, golden_update, images, printed
+from tools.qa.adopt import AdoptError, adoptable, copy_run
 
 __all__ = ["CONFIGS", "Config", "REPORT", "RUNS", "collect", "main", "probe", "run_config"]
 
@@ -221,6 +222,26 @@ def run_config(cfg: Config, *, jobs: int, only: list[str] | None = None) -> Path
     meta["returncode"] = rc
     write_text_atomic(d / "config.json", json.dumps(meta, indent=2))
     shutil.rmtree(d / "cache", ignore_errors=True)  # results are read from figures/ and executed/
+    return d
+
+
+def adopt_run(cfg: Config, run: Path) -> Path:
+    """Take ``cfg``'s run from the finished run ``run`` (:mod:`tools.qa.adopt`: every figure,
+    the quick profile, this commit, an empty cache at the start) instead of running it again."""
+    rec = adoptable(run, profile="quick", cold=True)
+    d = run_dir(cfg.name)
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    copy_run(run, d / "executed", d / "figures")
+    meta = {
+        "config": cfg.name,
+        "env": cfg.env,
+        "probe": probe(cfg.env),
+        "command": f"adopted: the run of {run} (record {rec['started']})",
+        "returncode": 0,
+    }
+    write_text_atomic(d / "config.json", json.dumps(meta, indent=2))
     return d
 
 
@@ -441,7 +462,33 @@ def main(argv: list[str] | None = None) -> int:
         "page keeps the full one",
     )
     parser.add_argument("--report", type=Path, default=None)
+    parser.add_argument(
+        "--adopt",
+        metavar="NAME=DIR",
+        action="append",
+        default=[],
+        help="take configuration NAME from the finished run in DIR instead of running it again "
+        "(e.g. native=_build/test, the run of make test), when its record shows the same "
+        "configuration: every figure, the quick profile, this commit with no uncommitted "
+        "change, an empty cache at the start (tools.qa.adopt); otherwise NAME is run",
+    )
     args = parser.parse_args(argv)
+    adopt: dict[str, Path] = {}
+    for item in args.adopt:
+        name, sep, folder = item.partition("=")
+        if not sep or name not in CONFIGS or not folder:
+            print(
+                f"error: --adopt {item!r}: NAME=DIR with NAME in {list(CONFIGS)}", file=sys.stderr
+            )
+            return 2
+        if CONFIGS[name].env:
+            print(
+                f"error: --adopt {name}: only a configuration that sets nothing (native) "
+                f"can be a plain run",
+                file=sys.stderr,
+            )
+            return 2
+        adopt[name] = Path(folder)
     if args.report is None:
         args.report = REPORT.with_name("only.json") if args.only else REPORT
     unknown = [n for n in args.configs if n not in CONFIGS]
@@ -459,6 +506,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.reuse and (run_dir(name) / "config.json").exists():
             print(f"[{k}/{len(names)}] {name}: reusing {run_dir(name).relative_to(paths.ROOT)}")
             continue
+        if name in adopt and not args.only:
+            try:
+                adopt_run(CONFIGS[name], adopt[name])
+                print(f"[{k}/{len(names)}] {name}: the run in {adopt[name]} (same configuration)")
+                continue
+            except AdoptError as err:
+                print(f"[{k}/{len(names)}] {name}: not adopted ({err}); running it")
         print(
             f"[{k}/{len(names)}] {name} ({CONFIGS[name].label}): quick profile, empty cache ...",
             flush=True,

@@ -9,7 +9,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binom
 
 from ntpcore.core.cache import cached
 from ntpcore.core.sweep import map_runs
@@ -207,6 +206,8 @@ def run_phase(
         out[f"sep_V{V}"] = np.array(sep[(V, 1)])
         out[f"pred_V{V}"] = cone_threshold(V, 1)
     # Cover's exact finite-m curve for V = 2 one-hot: P = 2^(1-m) sum_{k<d} C(m-1, k).
+    # (scipy.stats takes a second to import, so only here.)
+    from scipy.stats import binom
 
     out["cover_V2"] = binom.cdf(dims - 1, cfg.n_contexts - 1, 0.5)
     out["compute_seconds"] = time.perf_counter() - t0

@@ -4,7 +4,8 @@ no checkout.
 The test builds a wheel from a copy of the package's sources (nothing is written in the
 checkout), installs it non-editable into a clean virtual environment (torch first: the local
 CPU wheel where pip's configuration has one, else the PyTorch CPU index, as ``make install``
-does; then the wheel with the book's pins), copies one notebook of each paper into an empty
+does; then the wheel with the book's pins, no extra; then what runs a notebook, a kernel and
+papermill), copies one notebook of each paper into an empty
 folder and executes it there with papermill in the quick profile, on a kernel of that
 environment.  Each notebook must
 
@@ -112,6 +113,13 @@ def wheel_env(tmp_path_factory):
     _run([py, "-m", "pip", "install", "--quiet", *torch], env, base)
     constraints = str(ROOT / "requirements" / "constraints.txt")
     _run([py, "-m", "pip", "install", "--quiet", "-c", constraints, str(wheel)], env, base)
+    # what runs the notebook, not the package's: a kernel (Colab's and JupyterLab's Jupyter
+    # has one) and papermill to drive it -- the wheel itself has no extra
+    _run(
+        [py, "-m", "pip", "install", "--quiet", "-c", constraints, "ipykernel", "papermill"],
+        env,
+        base,
+    )
     kernel = f"ntp-wheel-{uuid.uuid4().hex[:8]}"
     _run([py, "-m", "ipykernel", "install", "--sys-prefix", "--name", kernel], env, base)
     times["install"] = time.perf_counter() - t0

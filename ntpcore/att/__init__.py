@@ -91,8 +91,8 @@ from ntpcore.att.svm import (
     graph_svm,
     graph_svm_constraints,
     graph_svm_cvxpy,
-    graph_svm_from_graphs,
     local_graph_svm,
+    solve_graph_svm,
     solve_max_margin,
 )
 from ntpcore.att.verify import (
@@ -125,7 +125,7 @@ __all__ = [
     "graph_svm",
     "graph_svm_constraints",
     "graph_svm_cvxpy",
-    "graph_svm_from_graphs",
+    "solve_graph_svm",
     "is_acyclic",
     "local_graph_svm",
     "local_token_priority_graphs",

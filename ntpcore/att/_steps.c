@@ -2,7 +2,7 @@
  * experiments (ntpcore.att.descent), many (normalized) GD steps of every problem of a
  * batch per call, called through ctypes by ntpcore.att.compiled.
  *
- * The arithmetic is that of ntpcore.att.descent._Kernel (the same formulas, the same
+ * The arithmetic is that of ntpcore.att.kernel.Kernel (the same formulas, the same
  * cancellation-free gradients, the same shift rule).  Every sum runs in a fixed order
  * (scores over q = 0, 1, ...; gradients over t = 0, 1, ...; sequence sums over the
  * positions), loops are vectorised across independent outputs only, and floating-point

@@ -1,10 +1,11 @@
 r"""The compiled descent steps of ``ntpcore/att/_steps.c``, called through :mod:`ctypes`.
 
-:func:`ntpcore.att.descent.descend` runs its hot loop here when the extension was built
-(``pip install -e .`` compiles it; it is optional) and ``NTP_COMPILED`` is not ``0``:
+:func:`ntpcore.att.descent.descend` runs its hot loop here
+(:func:`ntpcore.att.kernel.loop_compiled`) when the extension was built (``pip install -e .``
+compiles it; it is optional) and ``NTP_COMPILED`` is not ``0``:
 many steps of every problem of the batch per call, instead of one numpy call per
 operation and step.  The arithmetic is that of the numpy kernel
-(:class:`ntpcore.att.descent._Kernel`), each sum in a fixed order and no fused multiply-add,
+(:class:`ntpcore.att.kernel.Kernel`), each sum in a fixed order and no fused multiply-add,
 so the vector width of the CPU does not change a bit (``exp`` is the C library's), and it
 agrees with numpy's BLAS products to rounding
 (``tests/att/test_att_compiled.py``); ``NTP_COMPILED=0`` runs the numpy loop instead

@@ -125,7 +125,7 @@ def graph_svm_constraints(
 # the max-margin program: min ||w|| s.t. A_eq w = 0, A_in w >= 1
 # --------------------------------------------------------------------------------------------
 @dataclass
-class MaxMarginSolution:
+class MaxMarginResult:
     w: NDArray[np.float64]  # (p,) the solution
     active: NDArray[np.bool_]  # (m_in,) inequalities active at the solution
     multipliers: NDArray[np.float64]  # (m_in,) alpha >= 0 of the inequalities (0 if inactive)
@@ -145,7 +145,7 @@ def _null_space(A_eq: NDArray[np.float64], p: int) -> NDArray[np.float64]:
 
 def solve_max_margin(
     A_eq: NDArray[np.float64], A_in: NDArray[np.float64], *, method: str = "nnls"
-) -> MaxMarginSolution:
+) -> MaxMarginResult:
     r"""Solve :math:`\min \|w\|_2` s.t. ``A_eq w = 0`` and ``A_in w >= 1``.
 
     ``method="nnls"`` (default): exact active-set solver.  With ``N`` an orthonormal basis of
@@ -174,7 +174,7 @@ def solve_max_margin(
     p = A_in.shape[1] if A_in.size else A_eq.shape[1]
     m_in = A_in.shape[0]
     if m_in == 0:  # no inequality: the minimum-norm point is 0
-        return MaxMarginSolution(
+        return MaxMarginResult(
             np.zeros(p), np.zeros(0, bool), np.zeros(0), 0.0, time.perf_counter() - t0, method
         )
     if method == "cvxpy":
@@ -227,10 +227,10 @@ def solve_max_margin(
     margins = A_in @ w
     max_viol = max(float(np.max(1.0 - margins)), float(np.max(np.abs(A_eq @ w), initial=0.0)), 0)
     act = np.abs(margins - 1.0) <= 1e-8
-    return MaxMarginSolution(w, act, alpha, max_viol, time.perf_counter() - t0, "nnls")
+    return MaxMarginResult(w, act, alpha, max_viol, time.perf_counter() - t0, "nnls")
 
 
-def _solve_max_margin_cvxpy(A_eq, A_in, t0) -> MaxMarginSolution:
+def _solve_max_margin_cvxpy(A_eq, A_in, t0) -> MaxMarginResult:
     import cvxpy as cp
 
     p = A_in.shape[1]
@@ -248,7 +248,7 @@ def _solve_max_margin_cvxpy(A_eq, A_in, t0) -> MaxMarginSolution:
     margins = A_in @ wv
     viol = max(float(np.max(1.0 - margins)), float(np.max(np.abs(A_eq @ wv), initial=0.0)), 0)
     alpha = np.asarray(cons[0].dual_value).ravel()
-    return MaxMarginSolution(
+    return MaxMarginResult(
         wv, np.abs(margins - 1) <= 1e-6, alpha, viol, time.perf_counter() - t0, "cvxpy"
     )
 
@@ -284,7 +284,7 @@ def _infeasible_reason(E: NDArray[np.float64]) -> str:
     return "the priority constraints contradict each other for these embeddings"
 
 
-def graph_svm_from_graphs(
+def solve_graph_svm(
     E, graphs: Sequence[nx.DiGraph], *, method: str = "nnls", pairs: str = "reduced"
 ) -> GraphSVMResult:
     """Graph-SVM of arbitrary (possibly local) token-priority graphs; see :func:`graph_svm`.
@@ -347,7 +347,7 @@ def graph_svm(
     check_choice(method, "method", METHODS)
     E = check_embeddings(E)
     graphs = token_priority_graphs(tokens, labels, E.shape[0])
-    return graph_svm_from_graphs(E, graphs, method=method).W
+    return solve_graph_svm(E, graphs, method=method).W
 
 
 def local_graph_svm(E, tokens, attention_weights, *, c_thres: float = 1e-2, e_thres: float = 9e-3):
@@ -366,7 +366,7 @@ def local_graph_svm(E, tokens, attention_weights, *, c_thres: float = 1e-2, e_th
     E = check_embeddings(E)
     K = E.shape[0]
     sel, amb = select_tokens(tokens, attention_weights, K, c_thres=c_thres, e_thres=e_thres)
-    return graph_svm_from_graphs(E, local_token_priority_graphs(tokens, sel, amb, K)).W
+    return solve_graph_svm(E, local_token_priority_graphs(tokens, sel, amb, K)).W
 
 
 def graph_svm_cvxpy(

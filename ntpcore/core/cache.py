@@ -1,7 +1,8 @@
 """Cache computations, not notebooks.
 
-A function decorated with :func:`cached` takes one frozen dataclass (its configuration)
-and returns a ``dict`` of arrays and scalars.  The result is stored as
+A function decorated with :func:`cached` takes one frozen dataclass (its configuration;
+further arguments, if any, are inputs the configuration stands for) and returns a ``dict``
+of arrays and scalars.  The result is stored as
 ``<cache_dir>/<qualname>/<key>.npz`` (arrays) plus ``<key>.json`` (scalars and the
 configuration) where ``key`` is the SHA-256 of the canonical JSON of
 ``(qualname, asdict(cfg), ntpcore.__version__, CACHE_SALT)`` (a field marked
@@ -326,11 +327,15 @@ def _store(
 
 
 def cached(func: F) -> F:
-    """Decorate ``func(cfg) -> dict`` with an on-disk, input-keyed cache."""
+    """Decorate ``func(cfg, *inputs) -> dict`` with an on-disk cache keyed on ``cfg``.
+
+    Further arguments are inputs the key already stands for -- e.g. the dataset whose
+    fingerprint the key holds, loaded once by the caller -- handed to ``func`` when it runs
+    and not part of the key."""
     qualname = f"{func.__module__}.{func.__qualname__}"
 
     @functools.wraps(func)
-    def wrapper(cfg: Any) -> Result:
+    def wrapper(cfg: Any, *inputs: Any) -> Result:
         if not (dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)):
             raise TypeError(f"{qualname} expects a dataclass configuration, got {type(cfg)}")
         key = cache_key(qualname, cfg)
@@ -361,7 +366,7 @@ def cached(func: F) -> F:
             hit = None if keep_out else stored()  # another process may have computed it
             if hit is not None:  # while we waited
                 return hit
-            result = func(cfg)
+            result = func(cfg, *inputs)
             if not isinstance(result, dict):
                 raise TypeError(f"{qualname} must return a dict, got {type(result).__name__}")
             arrays, scalars = _split(result)

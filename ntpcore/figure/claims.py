@@ -52,9 +52,9 @@ import numpy as np
 
 from ntpcore.core import paths
 from ntpcore.core.io import write_text_atomic
+from ntpcore.core.params import PROFILES
 
 __all__ = [
-    "PROFILES",
     "STATUSES",
     "Claim",
     "ClaimError",
@@ -75,7 +75,6 @@ __all__ = [
     "tally",
 ]
 
-PROFILES = ("paper", "quick")
 STATUSES = ("pass", "fail", "not-evaluated")
 _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _SOURCE = re.compile(r"\[(lin|geo|att)\b")
@@ -527,6 +526,14 @@ class Ledger:
             f"{n['not-evaluated']} not evaluated in the {self.profile} profile"
             + (f"; {n['sanity']} sanity check(s)" if n["sanity"] else "")
         )
+
+    def savefig(self, fig: Any, cfg: Any = None, **kwargs: Any) -> dict[str, Any]:
+        """Save this ledger's figure with its claims: :func:`ntpcore.figure.provenance.savefig`
+        under the ledger's ``fig_id`` and ``profile`` (a notebook types neither again; the
+        seeds are ``cfg``'s unless ``seeds`` says otherwise)."""
+        from ntpcore.figure.provenance import savefig
+
+        return savefig(fig, self.fig_id, cfg, profile=self.profile, claims=self, **kwargs)
 
     def _write(self) -> None:
         out = paths.output_dir(self.fig_id) / f"{self.fig_id}.claims.json"

@@ -34,13 +34,13 @@ import ntpcore
 from ntpcore.core import paths
 from ntpcore.core.cache import _canonical
 from ntpcore.core.io import write_atomic, write_text_atomic
+from ntpcore.core.params import PROFILES
 from ntpcore.figure import sourcedata
 from ntpcore.figure.plotting import stamp_quick
 
 _T0 = time.perf_counter()
 
 PACKAGES = ("numpy", "scipy", "torch", "cvxpy", "clarabel", "scs", "networkx", "matplotlib")
-PROFILES = ("paper", "quick")
 
 
 def git_state() -> dict[str, Any]:
@@ -87,6 +87,24 @@ def _params(cfg: Any) -> dict[str, Any] | None:
     raise TypeError(f"cfg must be a dataclass or a dict, got {type(cfg).__name__}")
 
 
+def seeds_of(cfg: Any) -> dict[str, Any]:
+    """The seeds of a configuration: its fields named ``*_seed``, its parts' included
+    (``{"data_seed": 0, "init_seed": 0}``); a dict of parameters likewise."""
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        items = [(f.name, getattr(cfg, f.name)) for f in dataclasses.fields(cfg)]
+    elif isinstance(cfg, dict):
+        items = list(cfg.items())
+    else:
+        return {}
+    out: dict[str, Any] = {}
+    for name, value in items:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            out.update(seeds_of(value))
+        elif str(name).endswith("_seed"):
+            out[str(name)] = value
+    return out
+
+
 def savefig(
     fig: Figure,
     fig_id: str,
@@ -111,7 +129,7 @@ def savefig(
     cfg : the experiment configuration (dataclass or dict of the notebook parameters)
     profile : ``"paper"`` or ``"quick"``; a quick figure gets a visible stamp
     metrics : key numbers the notebook reports (shown on the *Reproducing* page)
-    seeds : the seeds used (int or list)
+    seeds : the seeds used (int or list); by default ``cfg``'s (:func:`seeds_of`)
     extra : anything else worth recording (solver status, infeasible draws, ...)
     claims : the figure's :class:`ntpcore.figure.claims.Ledger`; its claims go into the sidecar
         (the runner refreshes them from the ledger file after the notebook finishes)
@@ -159,7 +177,7 @@ def savefig(
         "profile": profile,
         "params": _params(cfg),
         "metrics": _canonical(metrics or {}),
-        "seeds": _canonical(seeds),
+        "seeds": _canonical(seeds_of(cfg) if seeds is None else seeds),
         "extra": _canonical(extra or {}),
         "claims": claims.records() if claims is not None else [],
         "git": git,

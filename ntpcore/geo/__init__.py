@@ -38,7 +38,7 @@ from ntpcore.geo.logits import (
     same_vs_other,
     support_on_top,
 )
-from ntpcore.geo.regpath import reg_path_cvxpy, regularization_path
+from ntpcore.geo.regpath import regularization_path, regularization_path_cvxpy
 from ntpcore.geo.svm import (
     dual_certificate_cvxpy,
     nuclear_svm,
@@ -74,7 +74,7 @@ __all__ = [
     "offdiag_correlation",
     "polar_certificate",
     "project_F",
-    "reg_path_cvxpy",
+    "regularization_path_cvxpy",
     "regularization_path",
     "same_support_pairs",
     "reduce_support",

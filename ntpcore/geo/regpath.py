@@ -21,7 +21,7 @@ which is what we solve:
   satisfy :math:`\|G\|_{op}\le\lambda` and :math:`\langle-G,L\rangle=\lambda\|L\|_*`
   (i.e. :math:`-G/\lambda\in\partial\|L\|_*`).  Both residuals are returned.
 
-The generic reference is cvxpy; :func:`reg_path_cvxpy` solves the convex problem directly
+The generic reference is cvxpy; :func:`regularization_path_cvxpy` solves the convex problem directly
 (exponential + semidefinite cones; small instances only).
 """
 
@@ -40,6 +40,7 @@ from ntpcore.core.validate import (
     as_prob_matrix,
     check_cvxpy_solver,
     check_number,
+    check_numbers,
     check_seed,
 )
 from ntpcore.errors import DataError, SolverError
@@ -291,7 +292,7 @@ def regularization_path(
             raise SolverError(
                 f"regularization path: no certified minimiser at lambda={lam:g} "
                 f"(||grad CE||_op/lambda - 1 = {opt:.1e}, alignment residual {align:.1e}, "
-                f"tolerance {certify_tol:g}); raise max_iter or use reg_path_cvxpy"
+                f"tolerance {certify_tol:g}); raise max_iter or use regularization_path_cvxpy"
             )
         out["L"].append(L)
         out["W"].append(W.copy())
@@ -305,24 +306,31 @@ def regularization_path(
     return result
 
 
-def reg_path_cvxpy(
-    P: ArrayLike, pi: ArrayLike | None, lam: float, solver: str = "CLARABEL"
-) -> NDArray[np.float64]:
-    r"""Reference: :math:`\arg\min_L\mathrm{CE}(L)+\lambda\|L\|_*` with cvxpy (small sizes)."""
+def regularization_path_cvxpy(
+    P: ArrayLike, pi: ArrayLike | None, lambdas: ArrayLike, *, solver: str = "CLARABEL"
+) -> dict[str, NDArray[np.float64]]:
+    r"""Reference: :math:`L_\lambda=\arg\min_L\mathrm{CE}(L)+\lambda\|L\|_*` with cvxpy at
+    each of ``lambdas`` (small sizes); returns ``{"lambdas", "L"}`` (``L``: (k, V, m)), the
+    keys of :func:`regularization_path` it checks."""
     import cvxpy as cp
 
     P = as_prob_matrix(P)
     pi = context_weights(pi, P.shape[1])
-    lam = check_number(lam, "lam", lo=0)
+    lams = check_numbers(np.atleast_1d(np.asarray(lambdas)), "lambdas", lo=0)
     solver = check_cvxpy_solver(solver)
     V, m = P.shape
     L = cp.Variable((V, m))
+    lam = cp.Parameter(nonneg=True)
     ce = sum(pi[j] * (cp.log_sum_exp(L[:, j]) - P[:, j] @ L[:, j]) for j in range(m))
     prob = cp.Problem(cp.Minimize(ce + lam * cp.normNuc(L)))
-    try:
-        prob.solve(solver=solver)
-    except cp.error.SolverError as exc:
-        raise SolverError(f"cvxpy/{solver} failed on the regularized CE: {exc}") from exc
-    if prob.status not in ("optimal", "optimal_inaccurate"):
-        raise SolverError(f"cvxpy/{solver} returned status {prob.status!r}")
-    return np.asarray(L.value, dtype=np.float64)
+    out = []
+    for value in lams:
+        lam.value = float(value)
+        try:
+            prob.solve(solver=solver)
+        except cp.error.SolverError as exc:
+            raise SolverError(f"cvxpy/{solver} failed on the regularized CE: {exc}") from exc
+        if prob.status not in ("optimal", "optimal_inaccurate"):
+            raise SolverError(f"cvxpy/{solver} returned status {prob.status!r}")
+        out.append(np.asarray(L.value, dtype=np.float64))
+    return {"lambdas": lams, "L": np.stack(out)}

@@ -5,12 +5,16 @@ NeurIPS 2024 (arXiv:2402.18551v2).
 
 Conventions (all float64): embeddings ``H`` (d, m) as columns, next-token distributions
 ``P`` (V, m) as columns summing to 1, supports ``P > 0``, context frequencies ``pi`` (m,),
-decoder ``W`` (V, d), logits ``W @ H``.
+decoder ``W`` (V, d), logits ``L = W @ H``.  As on the other papers' faces, ``ce``,
+``ce_grad``, ``ce_excess`` and ``project_F`` take logits ``L`` (:mod:`ntpcore.core.logits`);
+their weight-space forms, which take ``W`` and ``H``, carry the suffix ``_W`` (``ce_W``,
+``ce_grad_W``, ``ce_excess_W``, ``project_F_W``, ``project_perp_W``).
 
 This module is the paper's public face; the mathematics lives in
 
 * :mod:`ntpcore.lin.data`      training sets, the toy of Figs. 1-2, the synthetic set of A.2
-* :mod:`ntpcore.lin.loss`      CE (eq. 2), its gradient and Hessian, CE_F (eq. 12), CE - H
+* :mod:`ntpcore.lin.loss`      CE (eq. 2) of the decoder W, its gradient and Hessian, CE_F
+  (eq. 12), CE - H
 * :mod:`ntpcore.lin.subspace`  the subspace F (eq. 5), projections, W* (Def. 1, eq. 4)
 * :mod:`ntpcore.lin.separability`  NTP-separability (Def. 2) by an LP
 * :mod:`ntpcore.lin.svm_problem`  the NTP-SVM program (Def. 3): margins, the post-check
@@ -23,6 +27,7 @@ This module is the paper's public face; the mathematics lives in
 
 from __future__ import annotations
 
+from ntpcore.core.logits import ce, ce_excess, ce_grad, project_F
 from ntpcore.core.metrics import cos
 from ntpcore.core.optim import Trajectory, init_weights, train
 from ntpcore.lin.data import (
@@ -37,11 +42,11 @@ from ntpcore.lin.data import (
     toy_embeddings,
 )
 from ntpcore.lin.loss import (
-    ce,
-    ce_excess,
+    ce_excess_W,
     ce_F,
-    ce_grad,
+    ce_grad_W,
     ce_hessian,
+    ce_W,
     kl_terms,
     make_loss_grad,
     smoothness_bound,
@@ -54,12 +59,12 @@ from ntpcore.lin.subspace import (
     finite_component,
     finite_component_info,
     is_compatible,
-    project_F,
-    project_perp,
+    project_F_W,
+    project_perp_W,
     row_space_projector,
 )
-from ntpcore.lin.svm import ntp_svm, ntp_svm_solve
-from ntpcore.lin.svm_problem import SVMResult, margins
+from ntpcore.lin.svm import ntp_svm, solve_ntp_svm
+from ntpcore.lin.svm_problem import NTPSVMResult, margins
 from ntpcore.lin.training import solution_pair, train_metrics, train_ntp
 
 __all__ = [
@@ -68,12 +73,15 @@ __all__ = [
     "TOY_SUPPORTS",
     "DataSubspace",
     "NTPData",
-    "SVMResult",
+    "NTPSVMResult",
     "Trajectory",
     "ce",
     "ce_F",
+    "ce_W",
     "ce_excess",
+    "ce_excess_W",
     "ce_grad",
+    "ce_grad_W",
     "ce_hessian",
     "cos",
     "data_subspace",
@@ -90,9 +98,10 @@ __all__ = [
     "make_toy",
     "margins",
     "ntp_svm",
-    "ntp_svm_solve",
+    "solve_ntp_svm",
     "project_F",
-    "project_perp",
+    "project_F_W",
+    "project_perp_W",
     "regularization_path",
     "regularization_path_cvxpy",
     "ridge_solution",

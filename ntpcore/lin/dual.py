@@ -36,7 +36,7 @@ Two solvers share the working-set logic (:func:`initial_working_set`,
     inverses shared between tokens of equal pattern; nothing of size V m x V m or V d x V d
     is ever formed.  Requires :math:`G_{J_vJ_v}` invertible, i.e. H of full column rank (the
     overparameterized regime d >= m of Lemma 1); ``"auto"`` uses it for small full-rank
-    programs only (:func:`ntp_svm_solve`).
+    programs only (:func:`solve_ntp_svm`).
 
 ``"dual-cd"`` (:func:`ntpcore.lin.dual_cd.svm_dual_cd`) solves the same dual by
     block-coordinate descent, for any rank of H, with the working-set logic and the face
@@ -54,7 +54,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.errors import SolverError
 from ntpcore.lin.subspace import anchor_tokens
-from ntpcore.lin.svm_problem import SVMResult, check_svm_data, svm_result
+from ntpcore.lin.svm_problem import NTPSVMResult, check_svm_data, svm_result
 
 Array = NDArray[np.float64]
 
@@ -139,7 +139,7 @@ def svm_dual(
     max_rounds: int = 100,
     init_all: bool | None = None,
     add_per_round: int | None = None,
-) -> SVMResult:
+) -> NTPSVMResult:
     """Specialised NTP-SVM solver (projected Newton on the dual; see module docstring).
 
     Parameters

@@ -24,7 +24,7 @@ from ntpcore.errors import InfeasibleError, SolverError
 from ntpcore.lin.dual import face_solve, initial_working_set, most_violated
 from ntpcore.lin.separability import infeasibility_bound, separability_lp
 from ntpcore.lin.subspace import anchor_tokens
-from ntpcore.lin.svm_problem import SVMResult, check_svm_data, svm_result
+from ntpcore.lin.svm_problem import NTPSVMResult, check_svm_data, svm_result
 
 Array = NDArray[np.float64]
 
@@ -100,7 +100,7 @@ def svm_dual_cd(
     certify_infeasible: bool = True,
     polish: bool = True,
     lp_max_size: int = 20_000,
-) -> SVMResult:
+) -> NTPSVMResult:
     r"""NTP-SVM by dual block-coordinate descent over contexts (any rank of H).
 
     *The dual.*  With multipliers :math:`\alpha_{vj}` (free for :math:`v\in\mathcal S_j`,

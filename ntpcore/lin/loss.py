@@ -13,8 +13,11 @@ so CE is bounded below by the empirical entropy H and, because the softmax is st
 positive, never reaches it at a finite W when some support is not full.
 
 The logit-space CE, its gradient and the softmax are the shared ones of
-:mod:`ntpcore.core.logits`; :func:`loss_and_grad` skips validation, and trainers build it
-once after checking the data (see :func:`make_loss_grad`).
+:mod:`ntpcore.core.logits` (``ce``, ``ce_grad``, ``ce_excess`` of logits ``L``, as on every
+paper's face); the functions here take the decoder ``W`` and the embeddings ``H`` and carry
+the suffix ``_W``: :func:`ce_W` is ``ce(W @ H, P, pi)``, :func:`ce_grad_W` its gradient in
+``W``, :func:`ce_excess_W` the excess.  :func:`loss_and_grad` skips validation, and trainers
+build it once after checking the data (see :func:`make_loss_grad`).
 """
 
 from __future__ import annotations
@@ -49,14 +52,14 @@ def loss_and_grad(W: Array, H: Array, P: Array, pi: Array) -> tuple[float, Array
     return loss, G @ H.T
 
 
-def ce(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
+def ce_W(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
     """CE loss of eq. (2); ``pi=None`` means uniform context frequencies."""
     H, P, pi = check_data(H, P, pi)
     W = _check_W(W, P.shape[0], H.shape[0])
     return ce_unchecked(W @ H, P, pi)
 
 
-def ce_grad(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> Array:
+def ce_grad_W(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> Array:
     r"""The gradient :math:`(\Sigma - P)\Pi\bar H^\top` (V, d) of CE at W; the chain rule
     through the logits :math:`W\bar H` of :func:`ntpcore.core.logits.ce_grad`."""
     H, P, pi = check_data(H, P, pi)
@@ -74,7 +77,7 @@ def kl_terms(W: ArrayLike, H: ArrayLike, P: ArrayLike) -> Array:
     return np.where(S, P * (logp - lq), 0.0).sum(axis=0)
 
 
-def ce_excess(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
+def ce_excess_W(W: ArrayLike, H: ArrayLike, P: ArrayLike, pi: ArrayLike | None = None) -> float:
     r""":math:`\mathrm{CE}(W) - \mathcal H = \sum_j\hat\pi_j\mathrm{KL}_j`, without cancellation.
 
     The excess of the logits :math:`W\bar H` (:func:`ntpcore.core.logits.ce_excess`).

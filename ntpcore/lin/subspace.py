@@ -243,12 +243,12 @@ def is_compatible(H: ArrayLike, P: ArrayLike) -> bool:
     return True
 
 
-def project_F(W: ArrayLike, H: ArrayLike, S: ArrayLike) -> Array:
+def project_F_W(W: ArrayLike, H: ArrayLike, S: ArrayLike) -> Array:
     """Orthogonal projection of W onto the data subspace F of (H, S) (eq. 5); S is the
     support pattern (V, m), as for :func:`ntpcore.core.logits.project_F` in logit space."""
     return data_subspace(as_float_array(H, "H", ndim=2), as_support(S, "S")).project(W)
 
 
-def project_perp(W: ArrayLike, H: ArrayLike, S: ArrayLike) -> Array:
-    """Orthogonal projection of W onto the complement of F (arguments as :func:`project_F`)."""
+def project_perp_W(W: ArrayLike, H: ArrayLike, S: ArrayLike) -> Array:
+    """Orthogonal projection of W onto the complement of F (arguments as :func:`project_F_W`)."""
     return data_subspace(as_float_array(H, "H", ndim=2), as_support(S, "S")).project_perp(W)

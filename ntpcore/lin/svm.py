@@ -14,7 +14,7 @@ optimal normalized margin is :math:`1/\|W^{\mathrm{mm}}\|`.  Its KKT conditions 
 :math:`W^{\mathrm{mm}} = C\bar H^\top` with zero-sum columns :math:`c_j`, non-positive off
 the support and non-zero only on active margins.
 
-Solvers (:func:`ntp_svm_solve` picks one):
+Solvers (:func:`solve_ntp_svm` picks one):
 
 * ``"cvxpy"`` -- the program verbatim (:mod:`ntpcore.lin.svm_reference`);
 * ``"dual"`` and ``"dual-cd"`` -- the dual in C, by projected Newton (full-column-rank H)
@@ -37,8 +37,8 @@ from ntpcore.errors import ParameterError, SolverError
 from ntpcore.lin.data import check_embeddings_probs
 from ntpcore.lin.dual import svm_dual
 from ntpcore.lin.dual_cd import svm_dual_cd
-from ntpcore.lin.svm_problem import SVMResult, check_svm_data
-from ntpcore.lin.svm_reference import svm_cvxpy
+from ntpcore.lin.svm_problem import NTPSVMResult, check_svm_data
+from ntpcore.lin.svm_reference import ntp_svm_cvxpy
 
 Array = NDArray[np.float64]
 
@@ -57,7 +57,7 @@ FALLBACKS = {"dual": ("dual-cd", "cvxpy"), "dual-cd": ("cvxpy",), "cvxpy": ("dua
 CVXPY_FALLBACK_MAX = 50_000
 
 
-def ntp_svm_solve(H: ArrayLike, S: ArrayLike, *, solver: str = "auto") -> SVMResult:
+def solve_ntp_svm(H: ArrayLike, S: ArrayLike, *, solver: str = "auto") -> NTPSVMResult:
     """NTP-SVM for embeddings H (d, m) and a boolean support matrix S (V, m).
 
     ``solver``: ``"dual"`` (projected Newton, needs full-column-rank H), ``"dual-cd"``
@@ -69,12 +69,12 @@ def ntp_svm_solve(H: ArrayLike, S: ArrayLike, *, solver: str = "auto") -> SVMRes
 
     Under ``"auto"`` a method that cannot certify its answer (SolverError) hands over to
     the next of :data:`FALLBACKS` (cvxpy only for V m <= :data:`CVXPY_FALLBACK_MAX`);
-    ``SVMResult.solver`` names the method that answered and ``extra["fallback_from"]``
+    ``NTPSVMResult.solver`` names the method that answered and ``extra["fallback_from"]``
     the methods that failed, with their messages.  Every answer passes the post-check of
     :func:`svm_result`; an explicitly named solver never falls back.
     """
     H, S = check_svm_data(H, S)
-    methods = {"dual": svm_dual, "dual-cd": svm_dual_cd, "cvxpy": svm_cvxpy}
+    methods = {"dual": svm_dual, "dual-cd": svm_dual_cd, "cvxpy": ntp_svm_cvxpy}
     if solver != "auto":
         if solver not in methods:
             raise ParameterError(
@@ -116,4 +116,4 @@ def ntp_svm(H: ArrayLike, P: ArrayLike, *, solver: str = "auto") -> Array:
     SolverError      the solver failed or its answer fails the post-check
     """
     H, P = check_embeddings_probs(H, P)
-    return ntp_svm_solve(H, support_of(P), solver=solver).W_mm
+    return solve_ntp_svm(H, support_of(P), solver=solver).W_mm

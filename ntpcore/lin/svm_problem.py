@@ -31,7 +31,7 @@ CHECK_TOL = 1e-6
 
 
 @dataclass(frozen=True, eq=False)
-class SVMResult:
+class NTPSVMResult:
     """Solution of the NTP-SVM and a record of how it was obtained."""
 
     W_mm: Array  # (V, d)
@@ -97,9 +97,9 @@ def svm_result(
     t0: float,
     C: Array | None = None,
     extra: dict | None = None,
-) -> SVMResult:
+) -> NTPSVMResult:
     mg = margins(W, H, S)
-    res = SVMResult(
+    res = NTPSVMResult(
         W_mm=W,
         solver=solver,
         status=status,

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 from ntpcore.errors import InfeasibleError, SolverError
 from ntpcore.lin.separability import separability_lp
 from ntpcore.lin.subspace import anchor_tokens
-from ntpcore.lin.svm_problem import SVMResult, check_svm_data, svm_result
+from ntpcore.lin.svm_problem import NTPSVMResult, check_svm_data, svm_result
 
 Array = NDArray[np.float64]
 
@@ -81,7 +81,9 @@ def solve_strict(
     )
 
 
-def svm_cvxpy(H: ArrayLike, S: ArrayLike, *, solver: str = "CLARABEL", **solve_kw) -> SVMResult:
+def ntp_svm_cvxpy(
+    H: ArrayLike, S: ArrayLike, *, solver: str = "CLARABEL", **solve_kw
+) -> NTPSVMResult:
     """Reference NTP-SVM: the program of Def. 3 in anchor form, solved by cvxpy.
 
     A status other than ``optimal`` is retried (:func:`solve_strict`); an

@@ -28,7 +28,7 @@ from ntpcore.core.validate import as_float_array, check_choice, check_seed
 from ntpcore.lin.data import NTPData, check_data
 from ntpcore.lin.loss import make_loss_grad
 from ntpcore.lin.subspace import DataSubspace, finite_component_info
-from ntpcore.lin.svm import ntp_svm_solve
+from ntpcore.lin.svm import solve_ntp_svm
 
 Array = NDArray[np.float64]
 
@@ -37,7 +37,7 @@ def solution_pair(H: ArrayLike, P: ArrayLike, *, solver: str = "auto") -> dict:
     """W*, W^mm, the subspace F and the SVM record in one call (the objects of Thm. 2)."""
     H, P, _ = check_data(H, P)
     fc = finite_component_info(H, P)
-    svm = ntp_svm_solve(H, support_of(P), solver=solver)
+    svm = solve_ntp_svm(H, support_of(P), solver=solver)
     return {
         "W_star": fc["W_star"],
         "W_mm": svm.W_mm,

@@ -11,16 +11,19 @@ them come
   ``environment.yml`` (CPU torch first, the pins of ``requirements/constraints.txt``, the
   package installed from the checkout), so on Binder a notebook runs in a checkout and an
   explored run goes to ``results/explore/<fig_id>/``;
-* :func:`install_cell`: the first code cell of every template.  Where ``ntpcore`` cannot be
-  imported (Colab) it installs CPU torch, then the package from the repository; where it
-  can (a checkout, Binder, the book's runs, a wheel install) it does nothing and prints
-  nothing, so the executed notebooks and the golden outputs do not change.  It is tagged
+* :func:`install_cell`: the first code cell of every template, a few lines.  Where
+  ``ntpcore`` cannot be imported (Colab) it installs the package alone from the repository
+  (``--no-deps``), then its dependencies, CPU torch first (:mod:`ntpcore.install`, which
+  holds the steps); where it can (a checkout, Binder, the book's runs, a wheel install) it
+  does nothing and prints nothing, so the executed notebooks and the golden outputs do not
+  change.  It is tagged
   ``remove-cell`` (the book does not show it) and :data:`INSTALL_TAG`.  With the package
   installed and no checkout, a notebook writes its outputs beside itself, in
   ``ntp-outputs/<fig_id>/``, and says so (:mod:`ntpcore.core.paths`).
 
-The torch requirement in that cell is the one of ``pyproject.toml`` and the CPU index the
-one of ``environment.yml``.  Command line (a test runs the check)::
+The torch requirement installed is the package's (``pyproject.toml``) and the CPU index
+the one of ``environment.yml`` (a test checks :data:`ntpcore.install.CPU_INDEX`).  Command
+line (a test runs the check)::
 
     python -m ntpcore.runner.launch            # is every template's install cell current?
     python -m ntpcore.runner.launch --write    # write it (after a change to _config.yml)
@@ -31,7 +34,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
@@ -131,62 +133,23 @@ def binder_url(repo: Repository, notebook: str) -> str:
     )
 
 
-def _torch_requirement(pyproject: Path) -> str:
-    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    found = [d for d in deps if re.match(r"torch\s*[=<>!~]", d)]
-    if len(found) != 1:
-        raise LaunchError(f"{pyproject}: expected one torch requirement, found {found}")
-    return found[0].replace(" ", "")
-
-
-def _cpu_index(environment: Path) -> str:
-    env = yaml.safe_load(environment.read_text())
-    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    found = [line.split()[1] for line in pip if line.startswith("--extra-index-url ")]
-    if len(found) != 1:
-        raise LaunchError(f"{environment}: expected one --extra-index-url line, found {found}")
-    return found[0]
-
-
 _CELL = """\
-# On Colab, or any Python without ntpcore: install it (CPU torch first, then the package
-# from the repository; a few minutes), then run the notebook as usual.  Where ntpcore is
-# installed (a checkout, Binder, the book's runs) this cell does nothing.  Written from
-# _config.yml by `python -m ntpcore.runner.launch --write`; not edited by hand.
-import importlib.util
-
+# Colab, or a Python without ntpcore: install it from the repository (a few minutes; the
+# steps are ntpcore.install's).  Where ntpcore imports, this cell does nothing.
+import importlib.util, subprocess, sys
 if importlib.util.find_spec("ntpcore") is None:
-    import importlib.metadata
-    import subprocess
-    import sys
-
-    repo, branch = "{url}", "{branch}"
-    cpu_index = "{index}"
-    print(f"installing ntpcore from {{repo}} ({{branch}}) and CPU torch ...", flush=True)
-    pip = [sys.executable, "-m", "pip", "install", "--quiet"]
-    subprocess.run([*pip, "{torch}", "--index-url", cpu_index], check=True)
-    # tested on Python 3.11 (pyproject.toml); Colab's Python may be newer
-    subprocess.run([*pip, "--ignore-requires-python", f"ntpcore @ git+{{repo}}@{{branch}}"],
-                   check=True)
+    repo = "git+{url}@{branch}"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--ignore-requires-python", f"ntpcore @ {{repo}}"], check=True)
     importlib.invalidate_caches()
-    stale = [m for m in ("numpy", "scipy", "matplotlib", "pandas", "torch") if m in sys.modules
-             and str(getattr(sys.modules[m], "__version__", "")).split("+")[0]
-             != importlib.metadata.version(m).split("+")[0]]
-    if stale:
-        raise RuntimeError(f"ntpcore is installed, but the kernel had imported an older "
-                           f"{{', '.join(stale)}}: restart it (Colab: Runtime > Restart "
-                           f"session), then run the notebook again")
+    __import__("ntpcore.install").install.install_dependencies()
 """
 
 
-def install_cell(
-    repo: Repository | None = None, pyproject: Path | None = None, environment: Path | None = None
-) -> str:
+def install_cell(repo: Repository | None = None) -> str:
     """The source of the install cell of every template notebook."""
     repo = repo or repository()
-    torch = _torch_requirement(pyproject or paths.ROOT / "pyproject.toml")
-    index = _cpu_index(environment or paths.ROOT / "environment.yml")
-    return _CELL.format(url=repo.url, branch=repo.branch, torch=torch, index=index).rstrip("\n")
+    return _CELL.format(url=repo.url, branch=repo.branch).rstrip("\n")
 
 
 def _with_install_cell(nb: nbformat.NotebookNode, source: str) -> nbformat.NotebookNode:

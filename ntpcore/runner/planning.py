@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ntpcore.core import paths
+from ntpcore.core.params import PROFILES
 from ntpcore.errors import ParameterError
 from ntpcore.runner.registry import (
     FigureEntry,
@@ -28,7 +29,7 @@ from ntpcore.runner.registry import (
 #: Per-cell time limit (seconds) by profile: a quick-profile cell never legitimately takes
 #: minutes, so a hung kernel fails the run instead of stalling CI; paper-profile cells
 #: may train for an hour on a CPU and have no limit.
-CELL_TIMEOUT = {"quick": 600.0, "paper": None}
+CELL_TIMEOUT = {"quick": 600.0, "paper": None}  # one entry per profile (PROFILES)
 
 __all__ = [
     "CELL_TIMEOUT",
@@ -234,8 +235,8 @@ def plan(
     force: bool = False,
 ) -> list[Job]:
     """Build and validate all jobs; raises before anything runs."""
-    if profile not in ("paper", "quick"):
-        raise ParameterError(f"--profile must be 'paper' or 'quick', got {profile!r}")
+    if profile not in PROFILES:
+        raise ParameterError(f"--profile must be one of {PROFILES}, got {profile!r}")
     reserved = sorted({"fig_id", "profile"} & set(adhoc))
     if reserved:
         raise ParameterError(

@@ -239,7 +239,8 @@ def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
         if not sidecar_path.exists():
             raise RuntimeError(
                 f"the notebook ran but saved no figure {fig_id!r}: it must call "
-                f"provenance.savefig(fig, fig_id, ...) with the fig_id parameter"
+                f"ledger.savefig(fig, cfg, ...) with the ledger of its fig_id parameter "
+                f"(or provenance.savefig(fig, fig_id, ...))"
             )
         claims = _read_claims(fig_stage, fig_id)
         _finish_sidecar(sidecar_path, job, wall, claims)

@@ -98,7 +98,7 @@ def test_cyclic_trials_with_stationary_reduced_runs(monkeypatch):
     """The batch of the cyclic experiment (W runs from W(0), reduced runs from 0; a reduced
     run at a stationary point stays there in both), chunk by chunk."""
     cfg = GlobalConfig(n_trials=3)
-    trials = [draw_global_trial(rng, cfg) for rng in trial_rngs(cfg.seed, cfg.n_trials)]
+    trials = [draw_global_trial(rng, cfg) for rng in trial_rngs(cfg.trial_seed, cfg.n_trials)]
     stack = lambda name: np.array([getattr(t, name) for t in trials])  # noqa: E731
     n = cfg.n_samples
     P = make_problem(

@@ -53,7 +53,7 @@ def test_plain_gd():
     """book att-thm-gd with plain GD (eta 0.5 <= 1/L_W): corr increasing and >= 0.97, the finite
     part within 1e-3 of W^fin, and a norm that grows sublinearly."""
     r = att.run_global.__wrapped__(
-        att.GlobalConfig(n_trials=3, optimizer="gd", step_size=0.5, n_steps=20000)
+        att.GlobalConfig(n_trials=3, optimizer="gd", lr=0.5, n_steps=20000)
     )
     mc = r["corr_svm"].mean(axis=0)
     i = np.searchsorted(r["steps"], 10000)
@@ -166,7 +166,7 @@ def test_reg_path_trials_are_the_same_serially_and_on_a_cluster(tmp_path, monkey
     )
     from ntpcore.att.regpath import regularization_path
 
-    for r, rng in enumerate(att.trial_rngs(cfg.seed, cfg.n_trials)):
+    for r, rng in enumerate(att.trial_rngs(cfg.trial_seed, cfg.n_trials)):
         ft = att.sample_feasible_trial(
             rng, cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim, "cyclic"
         )

@@ -18,7 +18,7 @@ from ntpcore.att.linalg import generator_rows
 from ntpcore.att.svm import (
     _edge_triples,
     graph_svm_constraints,
-    graph_svm_from_graphs,
+    solve_graph_svm,
     solve_max_margin,
 )
 from ntpcore.errors import DataError, InfeasibleError
@@ -60,7 +60,7 @@ def _random_set(seed, n=6, T=4, K=6, d=8, graph="cyclic"):
 def test_constraints_kkt_and_subspaces(seed):
     data = _random_set(seed, graph="cyclic" if seed % 2 else "any")
     graphs = token_priority_graphs(data.tokens, data.labels, data.K)
-    res = graph_svm_from_graphs(data.E, graphs)
+    res = solve_graph_svm(data.E, graphs)
     W = res.W
     A_eq, A_in, _ = graph_svm_constraints(data.E, graphs)  # every edge of every TPG
     w = W.ravel()
@@ -90,9 +90,9 @@ def test_constraints_kkt_and_subspaces(seed):
 def test_edges_vs_all_reachable_pairs_vs_reduced_system(seed):
     data = _random_set(seed, n=8 + 4 * seed)
     graphs = token_priority_graphs(data.tokens, data.labels, data.K)
-    W_edges = graph_svm_from_graphs(data.E, graphs, pairs="edges").W
-    W_pairs = graph_svm_from_graphs(data.E, graphs, pairs="reachable").W
-    W_red = graph_svm_from_graphs(data.E, graphs, pairs="reduced").W
+    W_edges = solve_graph_svm(data.E, graphs, pairs="edges").W
+    W_pairs = solve_graph_svm(data.E, graphs, pairs="reachable").W
+    W_red = solve_graph_svm(data.E, graphs, pairs="reduced").W
     np.testing.assert_allclose(W_pairs, W_edges, atol=1e-9 * np.linalg.norm(W_edges))
     np.testing.assert_allclose(W_red, W_edges, atol=1e-9 * np.linalg.norm(W_edges))
     n_edges = sum(len(c) for c in graph_svm_constraints(data.E, graphs)[:2])

@@ -15,7 +15,7 @@ from ntpcore.att import experiments as att
 from ntpcore.att import toy_dataset
 from ntpcore.att.plots import draw_automaton
 
-FAST = {"n_steps": 3, "step_size": 0.01, "seed": 0}
+FAST = {"n_steps": 3, "lr": 0.01, "init_seed": 0}
 
 
 def _vocab(dataset: str) -> int:

@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from ntpcore.att import descent
+from ntpcore.att import kernel
 from ntpcore.att.data import random_labels, random_sequences, unit_embeddings
-from ntpcore.att.descent import _descend_loss_grad, _Kernel, descend
+from ntpcore.att.descent import _descend_loss_grad, descend
 from ntpcore.att.dynamics import loss_grad, make_problem
 from ntpcore.att.experiments import GlobalConfig, LocalConfig, run_global, run_local
+from ntpcore.att.kernel import Kernel
 from tools.bench import reference
 
 FAST = [("identity", "log"), ("general", "ce"), ("general", "squared")]
@@ -60,7 +61,7 @@ def test_kernel_gradient_equals_closed_form_and_autograd(head, loss, scale):
     E, tok, lab, mask, weight, rng = _batch(int(scale * 10))
     P = make_problem(E, tok, lab, head=head, loss=loss, mask=mask, sample_weight=weight)
     W = rng.standard_normal((len(E), 8, 8)) * scale
-    ker = _Kernel(P, 0.1, True, 1e-12)
+    ker = Kernel(P, 0.1, True, 1e-12)
     assert ker.shape[:2] == (3, 2)  # the repeated data are recognised: 3 datasets x 2 rows
     G = ker.gradient(W)
     _, G_ref = loss_grad(W, P)
@@ -68,7 +69,7 @@ def test_kernel_gradient_equals_closed_form_and_autograd(head, loss, scale):
     np.testing.assert_allclose(G, G_ref, rtol=0, atol=tol)
     np.testing.assert_allclose(G, _torch_grad(E, tok, lab, mask, weight, W, head, loss), atol=tol)
     # plain GD folds the step size into the products: the same gradient comes back
-    np.testing.assert_allclose(_Kernel(P, 0.3, False, 1e-12).gradient(W), G_ref, atol=tol)
+    np.testing.assert_allclose(Kernel(P, 0.3, False, 1e-12).gradient(W), G_ref, atol=tol)
 
 
 def test_per_problem_losses_are_those_of_the_separate_problems():
@@ -78,7 +79,7 @@ def test_per_problem_losses_are_those_of_the_separate_problems():
     losses = ["ce"] * 3 + ["squared"] * 3
     P = make_problem(E, tok, lab, head="general", loss=losses, mask=mask, sample_weight=weight)
     W = rng.standard_normal((6, 8, 8))
-    G_ker = _Kernel(P, 0.1, True, 1e-12).gradient(W)
+    G_ker = Kernel(P, 0.1, True, 1e-12).gradient(W)
     L, G = loss_grad(W, P)
     for lo, idx in (("ce", [0, 1, 2]), ("squared", [3, 4, 5])):
         Pl = make_problem(
@@ -149,7 +150,7 @@ def test_scores_are_shifted_exactly_when_they_may_grow_large(monkeypatch):
     P = make_problem(E, tok, lab, mask=mask, sample_weight=weight)
     W0 = rng.standard_normal((len(E), 8, 8))
     a = descend(W0, P, eta=0.05, n_steps=120).W
-    monkeypatch.setattr(descent, "NO_SHIFT_BOUND", 0.0)
+    monkeypatch.setattr(kernel, "NO_SHIFT_BOUND", 0.0)
     b = descend(W0, P, eta=0.05, n_steps=120).W
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-11)
     monkeypatch.undo()
@@ -177,9 +178,9 @@ def test_cyclic_experiment_equals_the_reference_formulation():
     moving = ours["W_fin_norm"] > 1e-6
     assert moving.any()
     np.testing.assert_allclose(ours["norm_diff"][moving], ref["norm_diff"][moving], atol=1e-12)
-    assert np.abs(ours["norm_diff"] - ref["norm_diff"]).max() <= 2 * cfg.step_size
+    assert np.abs(ours["norm_diff"] - ref["norm_diff"]).max() <= 2 * cfg.lr
     # the comparison can fail: a reference with another step size is told apart
-    other = reference.cyclic(GlobalConfig(n_trials=3, n_steps=150, step_size=0.0101))
+    other = reference.cyclic(GlobalConfig(n_trials=3, n_steps=150, lr=0.0101))
     assert np.max(np.abs(other["corr_svm"] - ours["corr_svm"])) > 1e-5
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ntpcore.geo.synthetic import synthetic_dataset
-from ntpcore.geo.train import TrainerConfig
+from ntpcore.geo.train import AdamWProtocol, TrainerConfig
 from tools.bench.geo import (
     benchmark_nuclear_svm,
     epoch_seconds,
@@ -19,7 +19,7 @@ from tools.bench.geo import (
 def test_epoch_timers_measure_both_formulations() -> None:
     ds = synthetic_dataset(seed=0)
     for model in ("ufm", "lstm"):
-        cfg = TrainerConfig(model=model, d=8, lstm_layers=1)
+        cfg = TrainerConfig(AdamWProtocol(dim=8), model, lstm_layers=1)
         for t in (
             naive_epoch_seconds(ds, cfg, n_epochs=2, warmup=1),
             epoch_seconds(ds, cfg, n_epochs=2),

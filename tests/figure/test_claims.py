@@ -263,3 +263,33 @@ def test_every_golden_claim_line_has_its_markdown():
     ]
     assert len(lines) > 300
     assert all(claims.line_markdown(x) for x in lines)
+
+
+def test_the_ledger_saves_its_figure_with_the_configurations_seeds(tmp_path, monkeypatch):
+    """``ledger.savefig(fig, cfg)``: the ledger's fig_id and profile, its claims, and the
+    seeds of the configuration (its parts' included), none of them typed again."""
+    import dataclasses
+
+    from matplotlib import pyplot as plt
+
+    from ntpcore.figure import provenance
+
+    @dataclasses.dataclass(frozen=True)
+    class Data:
+        data_seed: int = 3
+
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        data: Data = Data()
+        init_seed: int = 5
+        lr: float = 0.5
+
+    assert provenance.seeds_of(Cfg()) == {"data_seed": 3, "init_seed": 5}
+    monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path))
+    ledger = claims.Ledger("lin-x", "quick")
+    ledger.check("small", "a small number", 0.1, claims.at_most(1.0), source="[lin, Thm. 1]")
+    side = ledger.savefig(plt.figure(), Cfg(), metrics={"m": 1.0})
+    assert (side["fig_id"], side["profile"]) == ("lin-x", "quick")
+    assert side["seeds"] == {"data_seed": 3, "init_seed": 5}
+    assert [c["id"] for c in side["claims"]] == ["lin-x:small"]
+    assert ledger.savefig(plt.figure(), Cfg(), seeds=[0, 1])["seeds"] == [0, 1]

@@ -190,8 +190,10 @@ def test_path_matches_cvxpy() -> None:
     P, pi, S = random_instance(8, 9, 3, seed=3)
     lams = np.array([1e-2, 1e-3])
     path = g.regularization_path(P, pi, lams)
+    ref = g.regularization_path_cvxpy(P, pi, lams)
+    np.testing.assert_array_equal(ref["lambdas"], lams)
     for i, lam in enumerate(lams):
-        L_ref = g.reg_path_cvxpy(P, pi, lam)
+        L_ref = ref["L"][i]
         L = path["L"][i]
         f = g.ce(L, P, pi) + lam * g.nuclear_norm(L)
         f_ref = g.ce(L_ref, P, pi) + lam * g.nuclear_norm(L_ref)
@@ -281,7 +283,7 @@ def test_proxy_instances_are_the_same_serially_on_processes_and_on_a_cluster(
     draws the support that a serial loop over ``SeedSequence(seed).spawn`` gives it."""
     from ntpcore.geo.experiments import convex as ex
 
-    cfg = ex.ProxyConfig(vocab_size=6, n_contexts=8, support_sizes=(1, 2), n_trials=2, seed=3)
+    cfg = ex.ProxyConfig(vocab_size=6, n_contexts=8, support_sizes=(1, 2), n_trials=2, trial_seed=3)
     names = ("gap", "dist", "max_off", "rank_mm", "rank_proxy", "n_groups")
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))
     serial = ex.run_proxy(cfg, progress=False)
@@ -292,7 +294,7 @@ def test_proxy_instances_are_the_same_serially_on_processes_and_on_a_cluster(
         assert serial[key].shape == (2, 2)
         np.testing.assert_array_equal(procs[key], serial[key])
         np.testing.assert_array_equal(clus[key], serial[key])
-    seqs = np.random.SeedSequence(cfg.seed).spawn(4)
+    seqs = np.random.SeedSequence(cfg.trial_seed).spawn(4)
     for a, k in enumerate(cfg.support_sizes):
         for t in range(cfg.n_trials):
             rng = np.random.default_rng(seqs[a * cfg.n_trials + t])

@@ -26,6 +26,7 @@ from ntpcore.geo import corpora
 from ntpcore.geo.experiments import scale as sc
 from ntpcore.geo.tables import BUILTIN_CORPORA
 from ntpcore.geo.text import split_documents, tokenize
+from ntpcore.geo.train import AdamWProtocol
 
 
 @pytest.fixture
@@ -75,14 +76,9 @@ def test_a_text_file_gives_the_wikipedia_pipelines_set(text_file) -> None:
 def test_the_scale_experiment_runs_on_a_text_file(text_file, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "cache"))
     cfg = sc.ScaleConfig(
-        source=str(text_file),
-        vocab_size=30,
+        sc.CorpusConfig(corpus=str(text_file), vocab_size=30),
+        AdamWProtocol(dim=8, n_steps=30, lr=1e-2, lr_milestones=(15,), n_records=5),
         m_values=(6, 12),
-        d=8,
-        n_epochs=30,
-        lr=1e-2,
-        lr_milestones=(15,),
-        n_records=5,
         svm_tol=1e-6,
     )
     res = sc.run_scale(cfg, progress=False)
@@ -93,17 +89,17 @@ def test_the_scale_experiment_runs_on_a_text_file(text_file, tmp_path, monkeypat
     assert np.all(res["rank_mm"] <= res["n_groups"])
     assert res["ce_minus_H"].shape == (2, res["epoch"].size)
     # the cached L^mm is the reference solver's on the same set (two implementations)
-    ds = sc.scale_dataset(cfg, 6)
+    ds = sc.scale_dataset(cfg.data, 6)
     assert g.direction_distance(sc.svm_point(cfg, 6)["L_mm"], g.solve_nuclear_svm(ds.S).L) < 1e-2
 
 
 def test_the_default_corpus_keeps_the_cache_keys_it_had() -> None:
-    """``source`` at its default is not part of the key: the entries stored before it existed
-    stay valid, and any other corpus has keys of its own."""
+    """``corpus`` at its default is not part of the key (the data's fingerprint is), and any
+    other corpus has keys of its own."""
     wiki = sc.CorpusConfig(vocab_size=200)
-    assert "source" not in cache._canonical(wiki)
-    other = sc.CorpusConfig(source="lee_background", vocab_size=200)
-    assert cache._canonical(other)["source"] == "lee_background"
+    assert "corpus" not in cache._canonical(wiki)
+    other = sc.CorpusConfig(corpus="lee_background", vocab_size=200)
+    assert cache._canonical(other)["corpus"] == "lee_background"
     assert cache.cache_key("f", wiki) != cache.cache_key("f", other)
 
 
@@ -150,7 +146,7 @@ def test_the_experiment_refuses_a_small_corpus_before_any_work(text_file, monkey
         raise AssertionError("the ladder started")
 
     monkeypatch.setattr(sweep, "map_runs", never)
-    cfg = sc.ScaleConfig(source=str(text_file), vocab_size=30, m_values=(100, 200))
+    cfg = sc.ScaleConfig(sc.CorpusConfig(corpus=str(text_file), vocab_size=30), m_values=(100, 200))
     with pytest.raises(ParameterError, match=r"fewer than the largest m_values 200"):
         sc.run_scale(cfg, progress=False)
 

@@ -12,6 +12,7 @@ from ntpcore.errors import DataError
 from ntpcore.geo.data import ContextDataset, head_contexts, subset_contexts, support_groups
 from ntpcore.geo.experiments import scale as sc
 from ntpcore.geo.text import text_dataset
+from ntpcore.geo.train import AdamWProtocol
 
 
 def _random_set(seed: int, V: int = 12, m: int = 30) -> tuple[np.ndarray, np.ndarray]:
@@ -92,13 +93,9 @@ def test_cosine_correlation_matches_the_matrices(seed: int) -> None:
 def test_scale_experiment_small(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path))
     cfg = sc.ScaleConfig(
-        vocab_size=60,
+        sc.CorpusConfig(vocab_size=60),
+        AdamWProtocol(dim=16, n_steps=40, lr=1e-2, lr_milestones=(20,), n_records=6),
         m_values=(12, 24),
-        d=16,
-        n_epochs=40,
-        lr=1e-2,
-        lr_milestones=(20,),
-        n_records=6,
         svm_tol=1e-6,
     )
     res = sc.run_scale(cfg)
@@ -109,12 +106,12 @@ def test_scale_experiment_small(tmp_path, monkeypatch: pytest.MonkeyPatch) -> No
     assert np.all(res["ce_minus_H"] >= 0) and np.all(res["pf_rel"] >= 0)
     assert np.all(res["ce_minus_H"][:, -1] < res["ce_minus_H"][:, 0])
     # the cached L^mm is the reference solver's (two implementations)
-    ds = sc.scale_dataset(cfg, 12)
+    ds = sc.scale_dataset(cfg.data, 12)
     L_ref = g.solve_nuclear_svm(ds.S, tol=1e-9).L
     L = np.asarray(sc.svm_point(cfg, 12)["L_mm"])
     assert g.direction_distance(L, L_ref) < 1e-2
     with pytest.raises(DataError, match="asked for m"):
-        sc.scale_dataset(cfg, 10**6)
+        sc.scale_dataset(cfg.data, 10**6)
     with pytest.raises(DataError, match="m_values"):
         sc.ScaleConfig(m_values=(5, 3))
 
@@ -125,13 +122,9 @@ def test_scale_ladder_is_the_same_serially_and_on_a_cluster(
     """The rungs of the ladder are independent runs of the sweep API: a ``dask.distributed``
     cluster returns the serial ladder exactly, and each rung is the one computed alone."""
     cfg = sc.ScaleConfig(
-        vocab_size=40,
+        sc.CorpusConfig(vocab_size=40),
+        AdamWProtocol(dim=8, n_steps=12, lr=1e-2, lr_milestones=(6,), n_records=4),
         m_values=(8, 16),
-        d=8,
-        n_epochs=12,
-        lr=1e-2,
-        lr_milestones=(6,),
-        n_records=4,
         svm_tol=1e-6,
     )
     monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path / "serial"))

@@ -20,7 +20,8 @@ from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.synthetic import synthetic_dataset
 from ntpcore.geo.train import numpy_ufm, torch_nets
 
-SMALL = {"d": 16, "tf_layers": 1, "tf_heads": 2, "lstm_layers": 1}
+SMALL = {"dim": 16, "tf_layers": 1, "tf_heads": 2, "lstm_layers": 1}
+PROTOCOL = {f.name for f in dataclasses.fields(gt.AdamWProtocol)}
 
 
 @pytest.fixture(scope="module")
@@ -29,15 +30,16 @@ def synth() -> ContextDataset:
 
 
 def _cfg(model: str, **kw) -> gt.TrainerConfig:
-    base = {**SMALL, "n_epochs": 40, "n_records": 8, "lr": 1e-3, "lr_milestones": (15, 30)}
+    base = {**SMALL, "n_steps": 40, "n_records": 8, "lr": 1e-3, "lr_milestones": (15, 30)}
     base.update(kw)
     if model == "ufm":
-        base["d"] = kw.get("d", 8)
-    return gt.TrainerConfig(model=model, **base)
+        base["dim"] = kw.get("dim", 8)
+    protocol = gt.AdamWProtocol(**{k: v for k, v in base.items() if k in PROTOCOL})
+    return gt.TrainerConfig(protocol, model, **{k: v for k, v in base.items() if k not in PROTOCOL})
 
 
 def test_lr_schedule_matches_multistep_lr() -> None:
-    cfg = gt.TrainerConfig(lr=1e-4, lr_milestones=(5, 10, 15, 20, 25))
+    cfg = gt.AdamWProtocol(lr=1e-4, lr_milestones=(5, 10, 15, 20, 25))
     p = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.SGD([p], lr=cfg.lr)
     sched = torch.optim.lr_scheduler.MultiStepLR(opt, list(cfg.lr_milestones), cfg.lr_gamma)
@@ -45,7 +47,7 @@ def test_lr_schedule_matches_multistep_lr() -> None:
         assert opt.param_groups[0]["lr"] == pytest.approx(gt.lr_at(cfg, k), rel=1e-12)
         opt.step()
         sched.step()
-    assert gt.lr_at(gt.TrainerConfig(), 29999) == pytest.approx(1e-4 * 0.4**5)
+    assert gt.lr_at(gt.AdamWProtocol(), 29999) == pytest.approx(1e-4 * 0.4**5)
 
 
 def test_record_epochs() -> None:
@@ -86,7 +88,7 @@ def test_distinct_context_loss_equals_naive_sample_loop(synth: ContextDataset, m
 def test_numpy_ufm_equals_torch_adamw(synth: ContextDataset) -> None:
     """Closed-form gradient + in-place AdamW == autograd + torch.optim.AdamW (float64)."""
     cfg = _cfg(
-        "ufm", n_epochs=300, lr=3e-3, lr_milestones=(100, 200), weight_decay=1e-2, n_records=12
+        "ufm", n_steps=300, lr=3e-3, lr_milestones=(100, 200), weight_decay=1e-2, n_records=12
     )
     a = gt.train_ufm_numpy(synth, cfg, progress=False)
     b = gt.train_torch(synth, cfg, progress=False, device="cpu")
@@ -100,10 +102,15 @@ def test_numpy_ufm_equals_torch_adamw(synth: ContextDataset) -> None:
 
 @pytest.mark.parametrize("model", ["ufm", "transformer", "lstm"])
 def test_training_is_deterministic_given_seed(synth: ContextDataset, model: str) -> None:
-    cfg = _cfg(model, n_epochs=12)
+    cfg = _cfg(model, n_steps=12)
     a = gt.train_model(synth, cfg, progress=False, device="cpu")
     b = gt.train_model(synth, cfg, progress=False, device="cpu")
-    c = gt.train_model(synth, dataclasses.replace(cfg, seed=1), progress=False, device="cpu")
+    c = gt.train_model(
+        synth,
+        dataclasses.replace(cfg, protocol=dataclasses.replace(cfg.protocol, init_seed=1)),
+        progress=False,
+        device="cpu",
+    )
     for k in ("ce", "W_norm", "H_norm", "W", "H", "b", "W_final"):
         np.testing.assert_array_equal(a[k], b[k])
     assert not np.array_equal(a["W_final"], c["W_final"])
@@ -114,14 +121,14 @@ def test_resume_from_checkpoint_equals_uninterrupted(
     synth: ContextDataset, model: str, tmp_path, monkeypatch
 ) -> None:
     n = 600 if model == "ufm" else 30
-    cfg = _cfg(model, n_epochs=n, n_records=10, lr_milestones=(n // 3,))
+    cfg = _cfg(model, n_steps=n, n_records=10, lr_milestones=(n // 3,))
     full = gt.train_model(synth, cfg, progress=False, device="cpu")
 
     ckpt = tmp_path / ("run.npz" if model == "ufm" else "run.pt")
     real_lr_at = gt.lr_at
     stop = 2 * n // 3
 
-    def crashing_lr_at(c: gt.TrainerConfig, step: int) -> float:
+    def crashing_lr_at(c: gt.AdamWProtocol, step: int) -> float:
         if step == stop:
             raise KeyboardInterrupt
         return real_lr_at(c, step)
@@ -142,7 +149,7 @@ def test_resume_from_checkpoint_equals_uninterrupted(
 
 
 def test_recorded_metrics_are_consistent(synth: ContextDataset) -> None:
-    cfg = _cfg("lstm", n_epochs=20)
+    cfg = _cfg("lstm", n_steps=20)
     r = gt.train_model(synth, cfg, progress=False, device="cpu")
     L = r["W_final"] @ r["H_final"] + r["b_final"][:, None]
     assert r["epoch"][-1] == 20

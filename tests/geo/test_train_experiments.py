@@ -15,7 +15,7 @@ from ntpcore.geo.experiments import training as ex
 from ntpcore.geo.experiments.datasets import DataConfig, load_dataset
 from ntpcore.geo.synthetic import synthetic_dataset
 
-TINY = {"n_epochs": 30, "lr": 1e-3, "lr_milestones": (20,), "n_records": 6, "d": 16}
+TINY = {"n_steps": 30, "lr": 1e-3, "lr_milestones": (20,), "n_records": 6, "dim": 16}
 
 
 @pytest.fixture
@@ -36,41 +36,64 @@ def test_subset_keeps_whole_groups_in_order() -> None:
     assert subset_contexts(ds, 0) is ds and subset_contexts(ds, 99) is ds
 
 
+PROTOCOL = gt.AdamWProtocol(**TINY)
+
+
 def test_configs_validate_and_share_runs() -> None:
-    setup = ex.ModelsConfig(models=("ufm", "lstm"), **TINY)
+    setup = ex.ModelsConfig(protocol=PROTOCOL, models=("ufm", "lstm"))
     run = setup.run("lstm")
-    assert isinstance(run, ex.RunConfig) and run.model == "lstm" and run.n_epochs == 30
-    evo = ex.EvolutionConfig(model="lstm", **TINY, snapshot_epochs=(0, 10))
-    assert ex.as_run(evo) == run  # figure configs share the training run
+    assert isinstance(run, ex.RunConfig) and run.trainer.model == "lstm"
+    assert run.trainer.protocol.n_steps == 30 and run.data == setup.data
+    evo = ex.EvolutionConfig(protocol=PROTOCOL, model="lstm", snapshot_steps=(0, 10))
+    assert evo.run() == run  # figure configs share the training run
+    assert ex.LabelledConfig(protocol=PROTOCOL, model="lstm").run() == run
     with pytest.raises(DataError):
-        ex.ModelsConfig(dataset="tinystories")
+        DataConfig(dataset="tinystories")
     with pytest.raises(DataError):
         ex.ModelsConfig(models=("gpt",))
     with pytest.raises(DataError):
         ex.LabelledConfig(which="both")
 
 
-def test_protocol_is_declared_once() -> None:
-    # every training configuration carries exactly the protocol's fields, flat
-    protocol = {f.name for f in dataclasses.fields(gt.TrainProtocol)}
-    data = {f.name for f in dataclasses.fields(DataConfig)}
+def test_configurations_are_composed_of_the_dataset_and_the_protocol() -> None:
+    """The protocol is declared once (:class:`AdamWProtocol`) and every training
+    configuration holds it as a part, with the dataset: a run is built from them, never by
+    copying fields from one configuration into another."""
+    parts = {"data": DataConfig, "protocol": gt.AdamWProtocol}
     for cls, own in (
-        (gt.TrainerConfig, {"model", "tf_layers", "tf_heads", "lstm_layers", "lstm_bias", "dtype"}),
-        (ex.RunConfig, data | {"model"}),
-        (ex.ModelsConfig, data | {"models"}),
-        (ex.EvolutionConfig, data | {"model", "snapshot_epochs"}),
-        (ex.LabelledConfig, data | {"model", "which"}),
+        (ex.ModelsConfig, {"models"}),
+        (ex.EvolutionConfig, {"model", "snapshot_steps"}),
+        (ex.LabelledConfig, {"model", "which"}),
     ):
-        assert issubclass(cls, gt.TrainProtocol)
-        assert {f.name for f in dataclasses.fields(cls)} == protocol | own, cls
-    # the protocol's validation runs in every configuration built on it
-    for cls in (gt.TrainerConfig, ex.RunConfig, ex.ModelsConfig):
-        with pytest.raises(DataError):
-            cls(lr=0.0)
-    run = ex.ModelsConfig(models=("transformer",), **TINY).run("transformer")
-    tc = run.train_config()
-    assert all(getattr(tc, k) == getattr(run, k) for k in protocol)
-    assert tc.model == "transformer" and tc.lr_milestones == (20,)
+        fields = {f.name: f.type for f in dataclasses.fields(cls)}
+        assert set(fields) == set(parts) | own, cls
+    hints = {f.name: f.type for f in dataclasses.fields(ex.RunConfig)}
+    assert set(hints) == {"data", "trainer"}
+    assert {f.name for f in dataclasses.fields(gt.TrainerConfig)} == {
+        "protocol", "model", "tf_layers", "tf_heads", "lstm_layers", "lstm_bias", "dtype"
+    }  # fmt: skip
+    with pytest.raises(DataError):
+        gt.AdamWProtocol(lr=0.0)
+    run = ex.ModelsConfig(protocol=PROTOCOL, models=("transformer",)).run("transformer")
+    assert run.trainer.protocol is PROTOCOL and run.trainer.protocol.lr_milestones == (20,)
+
+
+def test_a_training_run_loads_its_dataset_once(cache, monkeypatch) -> None:
+    loads = []
+    real = ex.load_dataset
+    monkeypatch.setattr(ex, "load_dataset", lambda data: loads.append(data) or real(data))
+    run = ex.RunConfig(trainer=gt.TrainerConfig(PROTOCOL, "ufm"))
+    ex.train_run(run)
+    assert len(loads) == 1
+    ex.run_metrics(run)
+    assert len(loads) == 2  # one more call, one more load
+    setup = ex.ModelsConfig(protocol=PROTOCOL, models=("ufm", "lstm"))
+    loads.clear()
+    ex.training_curves(setup)
+    assert len(loads) == 1  # every model of a figure: one load of their dataset
+    loads.clear()
+    ex.final_geometry(setup)
+    assert len(loads) == 1
 
 
 def test_one_loader_respects_max_contexts() -> None:
@@ -92,7 +115,7 @@ def test_fingerprint_tracks_the_data() -> None:
 
 
 def test_train_run_is_cached_and_metrics_are_sane(cache) -> None:
-    run = ex.RunConfig(model="ufm", **TINY)
+    run = ex.RunConfig(trainer=gt.TrainerConfig(PROTOCOL, "ufm"))
     first = ex.train_run(run)
     again = ex.train_run(run)
     np.testing.assert_array_equal(first["W_final"], again["W_final"])
@@ -103,7 +126,7 @@ def test_train_run_is_cached_and_metrics_are_sane(cache) -> None:
     for key in ("sc_H", "sc_W", "dir_Lmm"):
         assert np.all(np.isfinite(met[key]))
     assert np.all(np.abs(met["sc_H"]) <= 1 + 1e-9)
-    cvx = ex.convex_solution(run)
+    cvx = ex.convex_solution(run.data)
     assert cvx["L_mm"].shape == (cvx["V"], cvx["m"])
     # identical supports => identical L_mm columns and H_mm columns (book: ``geo-def-collapse``)
     for g in synthetic_dataset(seed=0).support_groups:
@@ -112,7 +135,7 @@ def test_train_run_is_cached_and_metrics_are_sane(cache) -> None:
 
 
 def test_figure_helpers(cache) -> None:
-    setup = ex.ModelsConfig(models=("ufm",), **TINY)
+    setup = ex.ModelsConfig(protocol=PROTOCOL, models=("ufm",))
     geo = ex.final_geometry(setup)
     assert set(geo) == {"ufm", "mm", "S_tilde"}
     m, V = geo["mm"]["cos_H"].shape[0], geo["mm"]["cos_W"].shape[0]

@@ -23,7 +23,8 @@ def synth():
 
 
 def _cfg(**kw) -> gt.TrainerConfig:
-    return gt.TrainerConfig(**{"n_epochs": 400, "lr": 3e-3, "lr_milestones": (150, 300), **kw})
+    kw = {"n_steps": 400, "lr": 3e-3, "lr_milestones": (150, 300), **kw}
+    return gt.TrainerConfig(gt.AdamWProtocol(**kw))
 
 
 def test_ufm_equals_the_per_sample_reference_in_float64(synth):
@@ -40,7 +41,7 @@ def test_ufm_equals_the_per_sample_reference_in_float64(synth):
 
 
 def test_fused_kernel_and_unshifted_logits_change_nothing_but_rounding(synth, monkeypatch):
-    cfg = _cfg(n_epochs=300)
+    cfg = _cfg(n_steps=300)
     fast = gt.train_ufm_numpy(synth, cfg, progress=False)
     monkeypatch.setenv("NTP_COMPILED", "0")  # not the compiled AdamW ...
     monkeypatch.delattr(torch, "_fused_adamw_")  # ... nor torch's fused one: the numpy AdamW

@@ -106,7 +106,7 @@ def test_genie_points_lie_on_the_sphere_and_lose_to_the_path():
     genie = E.genie_gaps(cfg, radii)
     assert np.isnan(genie[0]) and np.all(genie[1:] > 0) and genie[2] < genie[1]
     path = lin.regularization_path(data.H, data.P, data.pi, radii[1:])
-    gaps = [lin.ce_excess(w, data.H, data.P, data.pi) for w in path["W"]]
+    gaps = [lin.ce_excess_W(w, data.H, data.P, data.pi) for w in path["W"]]
     assert np.all(np.asarray(gaps) <= genie[1:] * (1 + 1e-9))
 
 
@@ -128,7 +128,7 @@ def test_toy_seeds_spread_wmm_sees_only_the_supports():
     assert np.ptp(res["norm_mm"]) <= 1e-6 * res["norm_mm"][0]  # Def. 3: supports only
     assert np.ptp(res["norm_star"]) > 0  # W* depends on the probabilities of each draw
     assert res["median_seed"] in (0, 1, 2) and res["loss_monotone"].all()
-    one = E.run_toy_gd(E.ToyGDConfig(seed=1, n_steps=50, n_records=5))
+    one = E.run_toy_gd(E.ToyGDConfig(data_seed=1, n_steps=50, n_records=5))
     assert res["cos_end"][1] == one["cos"][-1]  # the same cached run as a single draw
 
 
@@ -136,7 +136,7 @@ def test_gd_seeds_spread_is_the_single_runs_and_shows_the_median_draw():
     cfg = E.GDConfig(n_steps=200, n_records=8)
     res = E.run_gd_seeds(cfg, [0, 1, 2], progress=False)
     assert res["cos_curves"].shape == (3, len(res["steps"]))
-    one = E.run_gd(replace(cfg, seed=2, init_seed=2))  # draw s: data seed s, init seed s
+    one = E.run_gd(replace(cfg, data_seed=2, init_seed=2))  # draw s: data seed s, init seed s
     assert np.array_equal(res["rel_dist_F_curves"][2], one["rel_dist_F"])
     assert np.ptp(res["norm_mm"]) > 0  # new embeddings and supports: W^mm moves with the draw
     # the median draw by the final cosine, by rank
@@ -165,10 +165,10 @@ def test_optimizers_seeds_share_fig_4s_gd_draws():
     """Fig. 5's GD reference over the draws is Fig. 4's spread (same runs), and NGD's norm
     obeys ||W_k|| <= ||W_0|| + eta k on every draw (each step has length eta)."""
     opt_cfg = E.OptimizersConfig(n_steps=100, n_records=6)
-    gd_cfg = E.GDConfig(n_steps=100, n_records=6, step_size=opt_cfg.gd_step_size)
+    gd_cfg = E.GDConfig(n_steps=100, n_records=6, lr=opt_cfg.gd_lr)
     spread = E.run_optimizers_seeds(opt_cfg, [0, 1], progress=False)
     gd = E.run_gd_seeds(gd_cfg, [0, 1], progress=False)
     assert np.array_equal(spread["gd"]["cos_curves"], gd["cos_curves"])
     ngd = spread["ngd"]
-    bound = ngd["norm_curves"][:, :1] + opt_cfg.ngd_step_size * ngd["steps"][None, :]
+    bound = ngd["norm_curves"][:, :1] + opt_cfg.ngd_lr * ngd["steps"][None, :]
     assert np.all(ngd["norm_curves"] <= bound + 1e-9)

@@ -24,7 +24,7 @@ from ntpcore.errors import SolverError
 from ntpcore.lin.dual import svm_dual
 from ntpcore.lin.dual_cd import svm_dual_cd
 from ntpcore.lin.svm_problem import CHECK_TOL
-from ntpcore.lin.svm_reference import svm_cvxpy
+from ntpcore.lin.svm_reference import ntp_svm_cvxpy
 
 pytestmark = pytest.mark.theory
 
@@ -64,9 +64,9 @@ def _assert_certified(res, H, S, ref_norm):
 def test_near_threshold_instance_is_solved_and_certified(near_threshold):
     H, S = near_threshold.H, near_threshold.S
     assert np.linalg.matrix_rank(H) < H.shape[1] and lin.is_ntp_separable(H, S)
-    ref = svm_cvxpy(H, S, **TIGHT)
+    ref = ntp_svm_cvxpy(H, S, **TIGHT)
     assert ref.norm > 50  # far from the easy regime: 1/||W^mm|| is a tiny margin
-    res = lin.ntp_svm_solve(H, S)
+    res = lin.solve_ntp_svm(H, S)
     _assert_certified(res, H, S, ref.norm)
     # the minimiser is unique (strongly convex objective): the points agree too
     assert np.linalg.norm(res.W_mm - ref.W_mm) <= 1e-4 * ref.norm
@@ -87,9 +87,9 @@ def test_auto_falls_back_to_dual_cd_when_cvxpy_is_inaccurate(monkeypatch):
     H = rng.standard_normal((d, m))
     S = np.zeros((V, m), dtype=bool)
     S[rng.integers(0, V, m), np.arange(m)] = True
-    ref = svm_cvxpy(H, S, **TIGHT)
+    ref = ntp_svm_cvxpy(H, S, **TIGHT)
     _report_inaccurate(monkeypatch)
-    res = lin.ntp_svm_solve(H, S)
+    res = lin.solve_ntp_svm(H, S)
     assert res.solver == "dual-cd"
     assert "optimal_inaccurate" in res.extra["fallback_from"]["cvxpy"]
     _assert_certified(res, H, S, ref.norm)
@@ -101,29 +101,29 @@ def test_auto_raises_when_no_method_certifies(monkeypatch, near_threshold):
     _report_inaccurate(monkeypatch)
     monkeypatch.setattr(svm_mod, "svm_dual_cd", functools.partial(svm_dual_cd, max_epochs=40))
     with pytest.raises(SolverError) as err:
-        lin.ntp_svm_solve(near_threshold.H, near_threshold.S)
+        lin.solve_ntp_svm(near_threshold.H, near_threshold.S)
     msg = str(err.value)
     assert "optimal_inaccurate" in msg and "dual CD" in msg
 
 
 def test_auto_falls_back_from_newton_dual(monkeypatch, synth):
     """Full-rank program: a failing projected Newton hands over to dual-cd, same W^mm."""
-    first = lin.ntp_svm_solve(synth.H, synth.S)
+    first = lin.solve_ntp_svm(synth.H, synth.S)
     assert first.solver == "dual" and "fallback_from" not in first.extra
 
     def broken(H, S):
         raise SolverError("NTP-SVM dual: line search failed (numerical trouble)")
 
     monkeypatch.setattr(svm_mod, "svm_dual", broken)  # where the dispatch looks it up
-    res = lin.ntp_svm_solve(synth.H, synth.S)
+    res = lin.solve_ntp_svm(synth.H, synth.S)
     assert res.solver == "dual-cd" and "line search" in res.extra["fallback_from"]["dual"]
     assert np.linalg.norm(res.W_mm - first.W_mm) <= 1e-6 * first.norm
 
 
 def test_svm_cvxpy_inaccurate_is_retried(monkeypatch, toy):
-    exact = svm_cvxpy(toy.H, toy.S)
+    exact = ntp_svm_cvxpy(toy.H, toy.S)
     calls = _report_inaccurate(monkeypatch, n_times=1)
-    res = svm_cvxpy(toy.H, toy.S)
+    res = ntp_svm_cvxpy(toy.H, toy.S)
     assert len(calls) == 2 and res.status == cp.OPTIMAL
     assert "optimal_inaccurate" in res.extra["failed_attempts"][0]
     _assert_certified(res, toy.H, toy.S, exact.norm)
@@ -132,7 +132,7 @@ def test_svm_cvxpy_inaccurate_is_retried(monkeypatch, toy):
 def test_svm_cvxpy_inaccurate_everywhere_raises(monkeypatch, toy):
     calls = _report_inaccurate(monkeypatch)
     with pytest.raises(SolverError, match="optimal_inaccurate"):
-        svm_cvxpy(toy.H, toy.S)
+        ntp_svm_cvxpy(toy.H, toy.S)
     assert len(calls) >= 2  # retried before giving up
 
 
@@ -155,10 +155,10 @@ def test_regpath_cvxpy_inaccurate_is_retried_or_raises(monkeypatch, toy):
 
 def test_dispatch_unchanged_on_usual_instances(synth, toy):
     """No fallback on the A.2 data and the toy: the first choice's answer, bit for bit."""
-    a = lin.ntp_svm_solve(synth.H, synth.S)
+    a = lin.solve_ntp_svm(synth.H, synth.S)
     assert a.solver == "dual" and "fallback_from" not in a.extra
     np.testing.assert_array_equal(a.W_mm, svm_dual(synth.H, synth.S).W_mm)
-    b = lin.ntp_svm_solve(toy.H, toy.S)
+    b = lin.solve_ntp_svm(toy.H, toy.S)
     assert b.solver == "cvxpy" and "fallback_from" not in b.extra
     assert b.extra["failed_attempts"] == [] and b.extra["backend"] == "CLARABEL"
-    np.testing.assert_array_equal(b.W_mm, svm_cvxpy(toy.H, toy.S).W_mm)
+    np.testing.assert_array_equal(b.W_mm, ntp_svm_cvxpy(toy.H, toy.S).W_mm)

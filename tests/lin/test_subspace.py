@@ -45,7 +45,7 @@ def test_projection_properties(synth):
     assert abs(np.vdot(PX, Y) - np.vdot(X, F.project(Y))) <= 1e-12 * np.linalg.norm(X) ** 2
     assert abs(np.vdot(PX, F.project_perp(X))) <= 1e-11
     assert np.allclose(
-        lin.project_F(X, synth.H, synth.S) + lin.project_perp(X, synth.H, synth.S), X
+        lin.project_F_W(X, synth.H, synth.S) + lin.project_perp_W(X, synth.H, synth.S), X
     )
 
 
@@ -67,7 +67,7 @@ def test_W_star_solves_eq4(synth):
 def test_CE_F_at_W_star_is_entropy(synth):
     W = lin.finite_component(synth.H, synth.P)
     assert abs(lin.ce_F(W, synth.H, synth.P, synth.pi) - synth.entropy) <= 1e-10
-    assert lin.ce(W, synth.H, synth.P, synth.pi) > synth.entropy
+    assert lin.ce_W(W, synth.H, synth.P, synth.pi) > synth.entropy
 
 
 def test_W_star_cross_check_pinv(synth):
@@ -77,14 +77,14 @@ def test_W_star_cross_check_pinv(synth):
     L0 = np.where(S, logp - logp.sum(axis=0) / S.sum(axis=0), 0.0)
     Wp = L0 @ np.linalg.pinv(synth.H)
     W = lin.finite_component(synth.H, synth.P)
-    assert np.linalg.norm(lin.project_F(Wp, synth.H, synth.S) - W) <= 1e-10
+    assert np.linalg.norm(lin.project_F_W(Wp, synth.H, synth.S) - W) <= 1e-10
 
 
 def test_gap_along_W_star_plus_gamma_Wmm(synth, synth_pair):
     """Check 11: CE(W* + g W^mm) - H decreases in g with log-slope -> -1, and bound (9)."""
     Ws, Wmm = synth_pair["W_star"], synth_pair["W_mm"]
     gammas = np.arange(0.0, 21.0, 1.0)
-    gaps = np.array([lin.ce_excess(Ws + g * Wmm, synth.H, synth.P, synth.pi) for g in gammas])
+    gaps = np.array([lin.ce_excess_W(Ws + g * Wmm, synth.H, synth.P, synth.pi) for g in gammas])
     assert np.all(np.diff(gaps) < 0)
     lg = np.log(gaps)
     for g in (6, 10, 14, 18):
@@ -93,7 +93,7 @@ def test_gap_along_W_star_plus_gamma_Wmm(synth, synth_pair):
     M = np.sqrt(2) * np.linalg.norm(synth.H, axis=0).max()
     C = synth.V * np.exp(np.linalg.norm(Ws) * M)
     for R in (1.0, 5.0, 10.0):
-        assert lin.ce_excess(Ws + R * Wmm, synth.H, synth.P, synth.pi) <= C * np.exp(-R)
+        assert lin.ce_excess_W(Ws + R * Wmm, synth.H, synth.P, synth.pi) <= C * np.exp(-R)
 
 
 def test_incompatible_raises():
@@ -172,7 +172,7 @@ def test_F_is_invariant_to_scaling_and_duplicating_contexts(toy, scale):
     PW, r = _explicit_projection(H, S, W)
     assert F.n_generators == 8 and F.dim == r == 6
     np.testing.assert_allclose(F.project(W), PW, atol=1e-10)
-    np.testing.assert_allclose(lin.project_F(W, H, S), PW, atol=1e-10)
+    np.testing.assert_allclose(lin.project_F_W(W, H, S), PW, atol=1e-10)
 
 
 def test_F_rank_tolerance_is_relative_to_the_largest_singular_value():
@@ -208,8 +208,8 @@ def test_bad_inputs_name_the_argument(toy):
     H, S, W = toy.H, toy.S, np.zeros((toy.V, toy.d))
     for fn in (
         lin.data_subspace,
-        lambda H, S: lin.project_F(W, H, S),
-        lambda H, S: lin.project_perp(W, H, S),
+        lambda H, S: lin.project_F_W(W, H, S),
+        lambda H, S: lin.project_perp_W(W, H, S),
     ):
         with pytest.raises(DataError, match=r"^H must be 2-dimensional"):
             fn(H[0], S)

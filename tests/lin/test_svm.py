@@ -9,7 +9,7 @@ from scipy.special import comb
 from ntpcore import lin
 from ntpcore.errors import InfeasibleError
 from ntpcore.lin.dual import svm_dual
-from ntpcore.lin.svm_reference import svm_cvxpy
+from ntpcore.lin.svm_reference import ntp_svm_cvxpy
 
 pytestmark = pytest.mark.theory
 
@@ -45,7 +45,7 @@ def test_svm_beats_free_feasible_point(synth, synth_pair):
 
 
 def test_dual_matches_cvxpy_synth(synth, synth_pair):
-    ref = svm_cvxpy(synth.H, synth.S, **TIGHT)
+    ref = ntp_svm_cvxpy(synth.H, synth.S, **TIGHT)
     mine = synth_pair["svm"]
     assert abs(mine.norm**2 - ref.norm**2) <= 1e-6 * ref.norm**2
     assert np.linalg.norm(mine.W_mm - ref.W_mm) <= 1e-5 * ref.norm
@@ -58,7 +58,7 @@ def test_dual_matches_cvxpy_synth(synth, synth_pair):
 def test_dual_matches_cvxpy_random(V, d, m, S, seed):
     data = lin.make_synthetic(m=m, d=d, V=V, S=S, seed=seed)
     mine = svm_dual(data.H, data.S)
-    ref = svm_cvxpy(data.H, data.S, **TIGHT)
+    ref = ntp_svm_cvxpy(data.H, data.S, **TIGHT)
     assert abs(mine.norm**2 - ref.norm**2) <= 1e-6 * ref.norm**2
     assert mine.min_margin >= 1 - 1e-6 and mine.max_spread <= 1e-6
     assert np.linalg.norm(mine.W_mm - ref.W_mm) <= 1e-5 * ref.norm
@@ -77,8 +77,8 @@ def test_mixed_support_sizes_and_full_support_context():
     P = data.P.copy()
     P[:, 0] = 1 / 6  # one context with full support (no margin constraint)
     P[:, 1] = np.eye(6)[2]  # one one-hot context
-    a = lin.ntp_svm_solve(data.H, P > 0, solver="dual")
-    b = lin.ntp_svm_solve(data.H, P > 0, solver="cvxpy")
+    a = lin.solve_ntp_svm(data.H, P > 0, solver="dual")
+    b = lin.solve_ntp_svm(data.H, P > 0, solver="cvxpy")
     assert abs(a.norm - b.norm) <= 1e-6 * b.norm
 
 
@@ -106,7 +106,7 @@ def test_toy_geometry(toy, toy_pair):
     assert ang < 15  # w_3 "almost aligned" with h_A
     assert W[2] @ hA > 0 > max(W[2] @ hB, W[2] @ hC)
     _kkt_checks(W, toy.H, toy.S)
-    ref = svm_cvxpy(toy.H, toy.S, **TIGHT)
+    ref = ntp_svm_cvxpy(toy.H, toy.S, **TIGHT)
     assert np.linalg.norm(W - ref.W_mm) <= 1e-6 * ref.norm
 
 
@@ -130,7 +130,7 @@ def test_lemma1_overparameterized_is_separable(seed):
     S = int(rng.integers(1, 10))
     data = lin.make_synthetic(m=30, d=31, V=10, S=S, seed=seed)
     assert lin.is_ntp_separable(data.H, data.P)
-    res = lin.ntp_svm_solve(data.H, data.S)
+    res = lin.solve_ntp_svm(data.H, data.S)
     assert res.min_margin >= 1 - 1e-6
 
 

@@ -15,7 +15,7 @@ from ntpcore.errors import InfeasibleError
 from ntpcore.lin.dual import svm_dual
 from ntpcore.lin.dual_cd import project_column, svm_dual_cd
 from ntpcore.lin.separability import infeasibility_bound, separability_lp
-from ntpcore.lin.svm_reference import svm_cvxpy
+from ntpcore.lin.svm_reference import ntp_svm_cvxpy
 
 pytestmark = pytest.mark.theory
 
@@ -71,7 +71,7 @@ def test_project_column_kkt():
 def test_cd_matches_cvxpy(V, d, m, smax, seed):
     H, S = _sparse_instance(V, d, m, smax, seed)
     mine = svm_dual_cd(H, S)
-    ref = svm_cvxpy(H, S, **TIGHT)
+    ref = ntp_svm_cvxpy(H, S, **TIGHT)
     assert mine.solver == "dual-cd"
     assert abs(mine.norm**2 - ref.norm**2) <= 1e-6 * ref.norm**2
     assert _violation(mine.W_mm, H, S) <= 1e-6
@@ -115,12 +115,12 @@ def test_cd_kkt_and_gap(polish):
 
 def test_auto_routes_by_rank(synth):
     H, S = _sparse_instance(12, 10, 30, 2, 0)
-    assert lin.ntp_svm_solve(H, S).solver == "cvxpy"  # tiny and rank-deficient
+    assert lin.solve_ntp_svm(H, S).solver == "cvxpy"  # tiny and rank-deficient
     H, S = _sparse_instance(40, 16, 60, 2, 5)
-    assert lin.ntp_svm_solve(H, S).solver == "dual-cd"
-    assert lin.ntp_svm_solve(synth.H, synth.S).solver == "dual"  # small, full rank
+    assert lin.solve_ntp_svm(H, S).solver == "dual-cd"
+    assert lin.solve_ntp_svm(synth.H, synth.S).solver == "dual"  # small, full rank
     big = lin.make_synthetic(m=60, d=80, V=20, S=12, seed=0)  # full rank, V m > 1000
-    a = lin.ntp_svm_solve(big.H, big.S)
+    a = lin.solve_ntp_svm(big.H, big.S)
     assert a.solver == "dual-cd"
     b = svm_dual(big.H, big.S)
     assert abs(a.norm**2 - b.norm**2) <= 1e-8 * b.norm**2
@@ -133,7 +133,7 @@ def test_infeasible_lp_path():
     with pytest.raises(InfeasibleError, match="not NTP-separable"):
         svm_dual_cd(data.H, data.S)
     with pytest.raises(InfeasibleError):
-        lin.ntp_svm_solve(data.H, data.S)
+        lin.solve_ntp_svm(data.H, data.S)
 
 
 def test_infeasible_certificate_path():

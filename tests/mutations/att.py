@@ -32,14 +32,14 @@ _replace(
 )
 """
 
-# W^svm: the experiments import graph_svm_from_graphs; graph_svm (automaton) calls it in svm.
+# W^svm: the experiments import solve_graph_svm; graph_svm (automaton) calls it in svm.
 _WSVM = """
 import dataclasses as _dc
 import numpy as _np
 import ntpcore.att.experiments
 import ntpcore.att.svm as _svm
 
-_orig = _svm.graph_svm_from_graphs
+_orig = _svm.solve_graph_svm
 
 
 def _mutated(*args, **kwargs):
@@ -51,7 +51,7 @@ def _mutated(*args, **kwargs):
 
 
 _replace(
-    _svm, "graph_svm_from_graphs", _mutated, where=("ntpcore.att.experiments", "ntpcore.att.svm")
+    _svm, "solve_graph_svm", _mutated, where=("ntpcore.att.experiments", "ntpcore.att.svm")
 )
 """
 
@@ -191,7 +191,7 @@ MUTATIONS = [
         import ntpcore.att.experiments
         import ntpcore.att.svm as _svm
 
-        _orig = _svm.graph_svm_from_graphs
+        _orig = _svm.solve_graph_svm
 
 
         def _mutated(E, graphs, **kwargs):
@@ -207,7 +207,7 @@ MUTATIONS = [
 
 
         _replace(
-            _svm, "graph_svm_from_graphs", _mutated,
+            _svm, "solve_graph_svm", _mutated,
             where=("ntpcore.att.experiments", "ntpcore.att.svm"),
         )
         """,

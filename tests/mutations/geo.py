@@ -132,7 +132,8 @@ MUTATIONS = [
         _TRAIN.format(
             body='if cfg.model == "ufm":\n'
             "        _applied()\n"
-            "        cfg = _dc.replace(cfg, n_epochs=cfg.n_epochs // 2)"
+            "        half = _dc.replace(cfg.protocol, n_steps=cfg.protocol.n_steps // 2)\n"
+            "        cfg = _dc.replace(cfg, protocol=half)"
         ),
     ),
     Mutation(
@@ -141,7 +142,10 @@ MUTATIONS = [
         "geo",
         "every model trained with half the learning rate",
         ("geo-trained-logits",),
-        _TRAIN.format(body="_applied(); cfg = _dc.replace(cfg, lr=0.5 * cfg.lr)"),
+        _TRAIN.format(
+            body="_applied(); p = cfg.protocol\n"
+            "    cfg = _dc.replace(cfg, protocol=_dc.replace(p, lr=0.5 * p.lr))"
+        ),
     ),
     Mutation(
         "geo-loss-no-entropy",
@@ -190,9 +194,9 @@ MUTATIONS = [
         _orig = _protocol.lr_at
 
 
-        def _mutated(cfg, step):
+        def _mutated(protocol, step):
             _applied()
-            return _orig(cfg, step) / 100.0
+            return _orig(protocol, step) / 100.0
 
 
         _replace(_protocol, "lr_at", _mutated)

@@ -170,15 +170,15 @@ MUTATIONS = [
         """
         import ntpcore.lin as _lin
 
-        _orig = _lin.ce_excess
+        _orig = _lin.ce_excess_W
 
 
         def _mutated(W, H, P, pi=None):
             _applied()
-            return _lin.ce(W, H, P, pi)
+            return _lin.ce_W(W, H, P, pi)
 
 
-        _replace(_lin, "ce_excess", _mutated)
+        _replace(_lin, "ce_excess_W", _mutated)
         """,
     ),
     Mutation(

@@ -11,6 +11,7 @@ import io
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -19,6 +20,7 @@ import pytest
 import yaml
 from matplotlib import pyplot as plt
 
+from ntpcore import install
 from ntpcore.core import paths
 from ntpcore.figure import provenance
 from ntpcore.figure.claims import Ledger, at_most
@@ -169,7 +171,8 @@ def test_every_template_has_the_current_install_cell_after_its_title():
     assert launch.sync() == [], "run: python -m ntpcore.runner.launch --write"
     cell = launch.install_cell()
     repo = launch.repository()
-    assert f'"{repo.url}", "{repo.branch}"' in cell
+    assert f'"git+{repo.url}@{repo.branch}"' in cell
+    assert len(cell.splitlines()) <= 10  # a few lines: the steps are ntpcore.install's
     for nb_path in sorted(paths.NOTEBOOK_DIR.glob("*.ipynb")):
         nb = nbformat.read(nb_path, as_version=4)
         assert nb.cells[1].source == cell, nb_path.name
@@ -198,20 +201,25 @@ def test_sync_inserts_the_cell_once_after_the_title_and_numbers_the_cells(tmp_pa
     ]
 
 
-def test_the_cell_installs_the_pinned_cpu_torch_and_the_package_from_the_repository(tmp_path):
+def test_the_cell_installs_the_package_then_cpu_torch_at_its_pin_then_the_rest(tmp_path):
     """Run where ntpcore cannot be imported (``-S``: no site-packages), with a stand-in pip
-    that records its arguments: torch first, from the CPU index of environment.yml, with the
-    pin of pyproject.toml, then the package from the configured repository."""
+    that records its arguments and, for the package, makes it importable with its metadata:
+    the package alone from the configured repository, then torch from the CPU index of
+    environment.yml at the pin of pyproject.toml, then the package's other requirements."""
     calls = _run_cell(tmp_path, importable=False)
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     index = next(x.split()[1] for x in pip_section if x.startswith("--extra-index-url"))
     torch = next(x for x in pip_section if x.startswith("torch=="))
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     repo = launch.repository()
+    assert index == install.CPU_INDEX and torch in deps
     assert calls == [
+        ["install", "--quiet", "--no-deps", "--ignore-requires-python",
+         f"ntpcore @ git+{repo.url}@{repo.branch}"],
         ["install", "--quiet", torch, "--index-url", index],
-        ["install", "--quiet", "--ignore-requires-python", f"ntpcore @ git+{repo.url}@main"],
-    ]
+        ["install", "--quiet", "--ignore-requires-python", *[d for d in deps if d != torch]],
+    ]  # fmt: skip
 
 
 def test_the_cell_does_nothing_where_the_package_imports(tmp_path):
@@ -223,10 +231,21 @@ def _run_cell(tmp_path: Path, importable: bool) -> list[list[str]]:
     stub.mkdir(parents=True)
     (stub / "__init__.py").write_text("")
     log = tmp_path / "pip.jsonl"
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    metadata = (
+        "Metadata-Version: 2.1\nName: ntpcore\nVersion: 0.1.0\n"
+        + "".join(f"Requires-Dist: {d}\n" for d in deps)
+        + 'Requires-Dist: pytest>=9.0; extra == "test"\n'
+    )
     (stub / "__main__.py").write_text(
-        "import json, sys\n"
+        "import json, os, sys\n"
         f"with open({str(log)!r}, 'a') as fh:\n"
         "    fh.write(json.dumps(sys.argv[1:]) + '\\n')\n"
+        "if '--no-deps' in sys.argv:  # the package: importable, with its metadata\n"
+        f"    os.symlink({str(ROOT / 'ntpcore')!r}, {str(tmp_path / 'stub' / 'ntpcore')!r})\n"
+        f"    info = {str(tmp_path / 'stub' / 'ntpcore-0.1.0.dist-info')!r}\n"
+        "    os.mkdir(info)\n"
+        f"    open(os.path.join(info, 'METADATA'), 'w').write({metadata!r})\n"
     )
     pythonpath = [str(tmp_path / "stub")] + ([str(ROOT)] if importable else [])
     env = {"PYTHONPATH": ":".join(pythonpath), "PATH": "/usr/bin:/bin"}
@@ -238,6 +257,28 @@ def _run_cell(tmp_path: Path, importable: bool) -> list[list[str]]:
     if not log.exists():
         return []
     return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_a_kernel_that_imported_an_older_dependency_is_told_to_restart(monkeypatch):
+    """After the install, a module the kernel had already imported at another version than
+    the installed one (Colab's numpy, say) would be used stale: restart."""
+    import types
+
+    monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__version__="0.0.1"))
+    assert install.stale_modules(["numpy>=2.4", "not-imported-anywhere>=1"]) == ["numpy"]
+    monkeypatch.setattr(install, "requirements", lambda dist: ["numpy>=2.4"])
+    calls = []
+    with pytest.raises(RuntimeError, match="restart"):
+        install.install_dependencies(run=calls.append)
+    assert calls == [[sys.executable, "-m", "pip", "install", "--quiet",
+                      "--ignore-requires-python", "numpy>=2.4"]]  # fmt: skip
+
+
+def test_the_requirements_are_the_runtime_ones():
+    reqs = install.requirements()
+    names = {install.requirement_name(r) for r in reqs}
+    assert "torch" in names and "numpy" in names
+    assert not names & {"papermill", "pytest", "jupyter-book"}  # extras are left out
 
 
 # ------------------------------------------------------------------------- installed, no checkout

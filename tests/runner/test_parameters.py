@@ -15,7 +15,7 @@ import math
 import pytest
 
 from ntpcore.errors import ParameterError
-from ntpcore.runner import planning, registry
+from ntpcore.runner import parameters, planning, registry
 from ntpcore.runner import runner as reproduce
 
 REG = registry.load_registry()
@@ -25,7 +25,7 @@ RESERVED = ("fig_id", "profile")
 
 def _bad_values(spec: registry.ParamSpec, params: dict) -> list:
     """Values of ``spec``'s parameter that its range refuses (``params``: the others)."""
-    ends = registry._interval(spec.constraint or "")
+    ends = parameters._interval(spec.constraint or "")
     bad: list = []
     if ends is not None:
         closed_lo, lo, hi, closed_hi = ends

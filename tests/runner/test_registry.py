@@ -66,7 +66,7 @@ def test_notebooks_are_committed_clean_and_follow_the_template():
         assert nb_path.stem.split("_")[0] in registry.PAPERS, nb_path.name
         src = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert "os.environ" not in src and "MPLBACKEND" not in src, nb_path.name
-        assert "provenance.savefig" in src, f"{nb_path.name}: never calls provenance.savefig"
+        assert re.search(r"\b(provenance|ledger)\.savefig\(", src), f"{nb_path.name}: no savefig"
 
 
 def test_every_figure_the_book_includes_is_registered():

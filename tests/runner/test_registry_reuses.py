@@ -4,30 +4,26 @@ configuration, hence the same cache key) that the other figure computes."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
+from ntpcore.figure import from_params
 from ntpcore.geo.experiments import training as ex
 from ntpcore.runner import registry
 
 REG = registry.load_registry()
-RUN_FIELDS = {f.name for f in dataclasses.fields(ex.RunConfig)}
 
 
 def training_runs(entry: registry.FigureEntry, profile: str) -> set[ex.RunConfig]:
-    """The training runs a figure's notebook asks for, from its parameters in ``profile``."""
+    """The training runs a figure's notebook asks for, from its parameters in ``profile``
+    (built as the notebook builds them: :func:`ntpcore.figure.from_params`)."""
     specs = registry.parse_parameters(entry.notebook_path)
     params = {k: s.default for k, s in specs.items()} | entry.overrides(profile)
     if "model" in params:
-        models = [params["model"]]
-    elif "models" in params:
-        models = list(params["models"])
-    else:
-        return set()
-    base = {k: v for k, v in params.items() if k in RUN_FIELDS and k != "model"}
-    base["lr_milestones"] = tuple(base.get("lr_milestones", ex.RunConfig.lr_milestones))
-    return {ex.RunConfig(**base, model=m) for m in models}
+        return {from_params(ex.ModelConfig, params).run()}
+    if "models" in params:
+        cfg = from_params(ex.ModelsConfig, params)
+        return {cfg.run(m) for m in cfg.models}
+    return set()
 
 
 @pytest.mark.parametrize("profile", ["paper", "quick"])
@@ -43,9 +39,9 @@ def test_reuses_names_the_figure_that_trains_each_shared_model(profile):
     assert shared, "the geometry figures share trained models"
     for run, figs in shared.items():
         producers = [f for f in figs if not REG[f].reuses]
-        assert len(producers) == 1, (run.dataset, run.model, sorted(figs))
+        assert len(producers) == 1, (run.data.dataset, run.trainer.model, sorted(figs))
         for f in figs - set(producers):
-            assert producers[0] in REG[f].reuses, (f, run.dataset, run.model)
+            assert producers[0] in REG[f].reuses, (f, run.data.dataset, run.trainer.model)
     for fid, e in REG.items():
         for other in e.reuses:  # every named figure trains a model this one reads
             assert runs[fid] & runs[other], (fid, other)

@@ -222,7 +222,7 @@ def test_sigterm_says_what_was_kept_and_leaves_no_staging_folder(tmp_path):
         # issue 32: these three blamed vocab_size, which the user had not touched
         ("lin-next-token-dists", "dim=1e8", "GB of memory and this machine has"),
         ("lin-next-token-dists", "n_contexts=1e8", "GB of memory and this machine has"),
-        ("geo-corpus-scale", "n_epochs=1e9", "hours, more than the 24 hours a run may take"),
+        ("geo-corpus-scale", "n_steps=1e9", "hours, more than the 24 hours a run may take"),
     ],
 )
 def test_parameters_beyond_this_machine_are_refused_naming_the_one_set_and_a_value_that_fits(
@@ -589,11 +589,11 @@ def test_the_corpus_scale_figure_runs_on_a_readers_text(dirs, monkeypatch, capsy
     assert len(errors) == 1 and "distinct words" in errors[0], printed.err
     assert "it supports vocab_size <=" in errors[0] and "run with --set" in errors[0]
     suggested = shlex.split(errors[0].split("; run with ", 1)[1])  # as a shell reads it
-    small = ["--set", "d=8", "--set", "n_epochs=40", "--set", "lr_milestones=[20]"]
+    small = ["--set", "dim=8", "--set", "n_steps=40", "--set", "lr_milestones=[20]"]
     assert reproduce.main(base + suggested + small) == 0, capsys.readouterr().err
     explore = dirs / "results" / "explore" / "geo-corpus-scale"
     sidecar = json.loads((explore / "geo-corpus-scale.json").read_text())
-    assert sidecar["explored"] and sidecar["params"]["source"] == str(dirs / "mine.txt")
+    assert sidecar["explored"] and sidecar["params"]["data"]["corpus"] == str(dirs / "mine.txt")
     assert sidecar["metrics"]["corpus_tokens"] == len(tokenize(text))
     assert {c["status"] for c in sidecar["claims"]} <= {"pass", "fail", "not-evaluated"}
     assert any(c["status"] == "pass" for c in sidecar["claims"])

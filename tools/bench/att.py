@@ -43,7 +43,7 @@ def bench_graph_svm(n_sets: int = 40, seed: int = 0) -> dict:
 
     from ntpcore.att.data import sample_dataset
     from ntpcore.att.priority import token_priority_graphs
-    from ntpcore.att.svm import graph_svm_constraints, graph_svm_from_graphs
+    from ntpcore.att.svm import graph_svm_constraints, solve_graph_svm
 
     rng = np.random.default_rng(seed)
     t_ours, t_cvx, obj_rel, viol_ours, viol_cvx, sol_rel = [], [], [], [], [], []
@@ -51,7 +51,7 @@ def bench_graph_svm(n_sets: int = 40, seed: int = 0) -> dict:
         data = sample_dataset(rng, 6, 4, 6, 8, graph="cyclic")
         t0 = time.perf_counter()
         graphs = token_priority_graphs(data.tokens, data.labels, data.K)
-        W = graph_svm_from_graphs(data.E, graphs).W
+        W = solve_graph_svm(data.E, graphs).W
         t_ours.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         graphs = token_priority_graphs(data.tokens, data.labels, data.K)

@@ -58,7 +58,9 @@ def naive_epoch_seconds(
             h = layer(h, last_only=False)
         return model.output(model.norm(h[:, -1]))
 
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=cfg.protocol.lr, weight_decay=cfg.protocol.weight_decay
+    )
     for k in range(warmup + n_epochs):
         if k == warmup:
             t0 = time.perf_counter()
@@ -72,7 +74,8 @@ def naive_epoch_seconds(
 def epoch_seconds(ds: ContextDataset, cfg: TrainerConfig, n_epochs: int = 10) -> float:
     """Seconds per epoch of :func:`ntpcore.geo.train.train_model` (this project's formulation),
     CPU."""
-    cfg = dataclasses.replace(cfg, n_epochs=n_epochs, n_records=2)
+    protocol = dataclasses.replace(cfg.protocol, n_steps=n_epochs, n_records=2)
+    cfg = dataclasses.replace(cfg, protocol=protocol)
     return float(train_model(ds, cfg, progress=False, device="cpu")["sec_per_epoch"])
 
 

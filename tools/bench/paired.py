@@ -120,9 +120,9 @@ def _config(case: str, quick: bool):
         from ntpcore.att.experiments import LocalConfig
 
         return LocalConfig(n_trials=2) if quick else LocalConfig()
-    from ntpcore.geo.train import TrainerConfig
+    from ntpcore.geo.train import AdamWProtocol, TrainerConfig
 
-    return TrainerConfig(n_epochs=3000) if quick else TrainerConfig()
+    return TrainerConfig(AdamWProtocol(n_steps=3000)) if quick else TrainerConfig()
 
 
 # ----------------------------------------------------------------------------- child

@@ -172,7 +172,7 @@ def cyclic(cfg) -> dict[str, Any]:
     n, T, K, d = cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim
     keys = ("corr_svm", "corr_full", "proj_corr", "norm_diff", "attn_best")
     out: dict[str, list] = {k: [] for k in keys}
-    for rng in _trial_rngs(cfg.seed, cfg.n_trials):
+    for rng in _trial_rngs(cfg.trial_seed, cfg.n_trials):
         E, tok, lab = _draw(rng, n, T, K, d, cfg.graph)
         graphs = _tpgs(tok, lab, K)
         W_svm = _graph_svm_cvxpy(E, graphs)
@@ -206,7 +206,7 @@ def cyclic(cfg) -> dict[str, Any]:
                 mass = torch.einsum("nt,ntc->nc", state["s"], scc_onehot_t)
                 attn.append(float(mass.max(-1).values.mean()))
 
-        W = _ngd(W0, full_loss, cfg.step_size, cfg.n_steps, record)
+        W = _ngd(W0, full_loss, cfg.lr, cfg.n_steps, record)
         # reduced data: the label-SCC positions of every cyclic sample (ragged), query x_T
         reduced = []
         for i, (seq, y) in enumerate(zip(tok, lab, strict=True)):
@@ -225,7 +225,7 @@ def cyclic(cfg) -> dict[str, Any]:
                 total = total - torch.log(s[is_label].sum())
             return total / n
 
-        W_red = _ngd(np.zeros((d, d)), reduced_loss, cfg.step_size, cfg.n_steps)
+        W_red = _ngd(np.zeros((d, d)), reduced_loss, cfg.lr, cfg.n_steps)
         W_fin_end = W_red[-1]
         R = np.sum((W[-1] - W_fin_end) * W_svm) / np.sum(W_svm**2)
         PW = _project(W, basis)
@@ -263,7 +263,7 @@ def local(cfg) -> dict[str, Any]:
     n, T, K, d = cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim
     keys = ("corr_global", "corr_local", "norm_diff_global", "norm_diff_local")
     out: dict[str, list] = {k: [[] for _ in cfg.losses] for k in keys}
-    for rng in _trial_rngs(cfg.seed, cfg.n_trials):
+    for rng in _trial_rngs(cfg.trial_seed, cfg.n_trials):
         E, tok, lab = _draw(rng, n, T, K, d, "cyclic")
         graphs = _tpgs(tok, lab, K)
         W_svm = _graph_svm_cvxpy(E, graphs)
@@ -274,7 +274,7 @@ def local(cfg) -> dict[str, Any]:
         xbar = X[:, -1]
         labels = torch.as_tensor(lab)
         for a, lo in enumerate(cfg.losses):
-            W = _ngd(W0, _general_loss(X, xbar, Et, labels, lo), cfg.step_size, cfg.n_steps)
+            W = _ngd(W0, _general_loss(X, xbar, Et, labels, lo), cfg.lr, cfg.n_steps)
             with torch.no_grad():
                 Wt = torch.as_tensor(W[-1])
                 s = torch.softmax(torch.einsum("ntd,de,ne->nt", X, Wt, xbar), -1).numpy()
@@ -310,9 +310,7 @@ def local(cfg) -> dict[str, Any]:
                         total = total + per
                     return total / n
 
-                reduced_runs.append(
-                    _ngd(np.zeros((d, d)), reduced_loss, cfg.step_size, cfg.n_steps)
-                )
+                reduced_runs.append(_ngd(np.zeros((d, d)), reduced_loss, cfg.lr, cfg.n_steps))
             out["corr_global"][a].append(_cos(W, W_svm))
             out["corr_local"][a].append(_cos(W, W_loc))
             out["norm_diff_global"][a].append(
@@ -339,27 +337,28 @@ def ufm(ds, cfg, dtype: torch.dtype = torch.float32) -> dict[str, Any]:
     from ntpcore.geo.train import init_ufm_state, record_epochs
 
     theta = init_ufm_state(ds, cfg)
-    nW = ds.V * cfg.d
-    H = torch.nn.Parameter(torch.tensor(theta[nW:].reshape(cfg.d, ds.m), dtype=dtype))
-    W = torch.nn.Parameter(torch.tensor(theta[:nW].reshape(ds.V, cfg.d), dtype=dtype))
+    p = cfg.protocol
+    nW = ds.V * p.dim
+    H = torch.nn.Parameter(torch.tensor(theta[nW:].reshape(p.dim, ds.m), dtype=dtype))
+    W = torch.nn.Parameter(torch.tensor(theta[:nW].reshape(ds.V, p.dim), dtype=dtype))
     ctx, target = ds.samples()
     x = torch.nn.functional.one_hot(torch.as_tensor(ctx), ds.m).to(dtype)  # (n, m)
     target_t = torch.as_tensor(target)
     opt = torch.optim.AdamW(
-        [H, W], lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.999), eps=1e-8
+        [H, W], lr=p.lr, weight_decay=p.weight_decay, betas=(0.9, 0.999), eps=1e-8
     )
     sched = torch.optim.lr_scheduler.MultiStepLR(
-        opt, milestones=list(cfg.lr_milestones), gamma=cfg.lr_gamma
+        opt, milestones=list(p.lr_milestones), gamma=p.lr_gamma
     )
-    epochs = record_epochs(cfg.n_epochs, cfg.n_records)
+    epochs = record_epochs(p.n_steps, p.n_records)
     snaps_W, snaps_H = [], []
     nxt = 0
-    for k in range(cfg.n_epochs + 1):
+    for k in range(p.n_steps + 1):
         if nxt < len(epochs) and epochs[nxt] == k:
             snaps_W.append(W.detach().double().numpy().copy())
             snaps_H.append(H.detach().double().numpy().copy())
             nxt += 1
-        if k == cfg.n_epochs:
+        if k == p.n_steps:
             break
         logits = (x @ H.t()) @ W.t()  # (n, V): one-hot layer, then the output layer
         loss = torch.nn.functional.cross_entropy(logits, target_t, reduction="sum")

@@ -118,17 +118,17 @@ def _att_instance(dims: dict[str, int], seed: int = 0):
 
 
 def _lin_fast(inst):
-    from ntpcore.lin.svm import ntp_svm_solve
+    from ntpcore.lin.svm import solve_ntp_svm
 
     H, S = inst
-    return ntp_svm_solve(H, S).W_mm  # "auto": projected Newton (d >= m) or dual CD
+    return solve_ntp_svm(H, S).W_mm  # "auto": projected Newton (d >= m) or dual CD
 
 
 def _lin_generic(inst, solver: str):
-    from ntpcore.lin.svm_reference import svm_cvxpy
+    from ntpcore.lin.svm_reference import ntp_svm_cvxpy
 
     H, S = inst
-    return svm_cvxpy(H, S, solver=solver).W_mm
+    return ntp_svm_cvxpy(H, S, solver=solver).W_mm
 
 
 def _lin_check(inst, W) -> tuple[float, float]:

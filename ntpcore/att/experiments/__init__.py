@@ -1,7 +1,8 @@
 r"""Cached experiments of the self-attention paper (key ``att``), one module per figure family:
 
 * :mod:`~ntpcore.att.experiments.trials` -- the trials: seeded draws (:class:`DataConfig`), the
-  descent protocol (:class:`TrainProtocol`) and the sweep of one cached run per trial;
+  descent's learning rate and length (:class:`DescentSteps`) and the sweep of one cached run
+  per trial;
 * :mod:`~ntpcore.att.experiments.cyclic` -- the global-convergence experiments: the acyclic and
   cyclic TPG figures and plain GD (book ``att-thm-gd``);
 * :mod:`~ntpcore.att.experiments.local` -- local convergence with the general head
@@ -48,6 +49,7 @@ from ntpcore.att.experiments.measures import (
 )
 from ntpcore.att.experiments.playground import (
     PLAYGROUND_DATASETS,
+    PlaygroundConfig,
     automaton_state,
     describe_playground,
     model_output_batch,
@@ -68,8 +70,8 @@ from ntpcore.att.experiments.scc_stats import (
 )
 from ntpcore.att.experiments.trials import (
     DataConfig,
+    DescentSteps,
     FeasibleTrial,
-    TrainProtocol,
     Trial,
     sample_feasible_trial,
     scc_onehot,
@@ -86,10 +88,11 @@ __all__ = [
     "GlobalTrial",
     "LocalConfig",
     "PLAYGROUND_DATASETS",
+    "PlaygroundConfig",
     "RegPathConfig",
     "SCCCellConfig",
     "SCCStatsConfig",
-    "TrainProtocol",
+    "DescentSteps",
     "Trial",
     "automaton_state",
     "cos_rows",

@@ -32,8 +32,8 @@ class ConceptualConfig:
     undecided_sequence: tuple = (4, 5)  # a sequence whose retrieval the theory leaves open
     n_inits: int = 4  # random initialisations of the trained models
     n_steps: int = 6000  # NGD steps of the trained models
-    step_size: float = 0.01  # NGD step size
-    seed: int = 0  # base seed of the initialisations
+    lr: float = 0.01  # NGD step size
+    init_seed: int = 0  # base seed of the initialisations
 
 
 @cached
@@ -47,7 +47,7 @@ def run_conceptual(cfg: ConceptualConfig) -> dict:
     """
     data = toy_dataset(cfg.toy)
     out = automaton_state(
-        data, cfg.test_sequence, cfg.n_steps, cfg.step_size, cfg.seed, n_inits=cfg.n_inits
+        data, cfg.test_sequence, cfg.n_steps, cfg.lr, cfg.init_seed, n_inits=cfg.n_inits
     )
     auto = build_automaton(data.E, data.tokens, data.labels)
     und = automaton_predict(auto, cfg.undecided_sequence)

@@ -21,7 +21,7 @@ from ntpcore.att.dynamics import attention_weights, make_problem
 from ntpcore.att.experiments.measures import cos_rows, padded_bases, trial_rows
 from ntpcore.att.experiments.trials import (
     DataConfig,
-    TrainProtocol,
+    DescentSteps,
     Trial,
     sample_feasible_trial,
     scc_onehot,
@@ -56,7 +56,7 @@ __all__ = [
 # global convergence (acyclic / cyclic TPGs), NGD as in the paper or plain GD as in the theorem
 # ============================================================================================
 @dataclass(frozen=True)
-class GlobalConfig(TrainProtocol, DataConfig):
+class GlobalConfig(DescentSteps, DataConfig):
     """Global-convergence experiment: the paper's acyclic and cyclic TPG figures (NGD), and plain
     GD for the setting of the theorem (book ``att-thm-gd``)."""
 
@@ -141,7 +141,7 @@ def _descend_global(trials: list[GlobalTrial], cfg: GlobalConfig, on_chunk=None)
     res = descend(
         W0,
         P,
-        eta=cfg.step_size,
+        eta=cfg.lr,
         n_steps=cfg.n_steps,
         normalized=cfg.optimizer == "ngd",
         record=record,
@@ -334,7 +334,7 @@ def run_global(cfg: GlobalConfig) -> dict:
     if cfg.optimizer not in ("ngd", "gd"):
         raise DataError(f"optimizer must be 'ngd' or 'gd', got {cfg.optimizer!r}")
     t0 = time.perf_counter()
-    trials = [draw_global_trial(rng, cfg) for rng in trial_rngs(cfg.seed, cfg.n_trials)]
+    trials = [draw_global_trial(rng, cfg) for rng in trial_rngs(cfg.trial_seed, cfg.n_trials)]
     S = cfg.n_steps + 1 if cfg.optimizer == "ngd" else len(np.unique(log_steps(cfg.n_steps, 200)))
     meter = _GlobalMeter(trials, S)
     res, t_loop = _descend_global(trials, cfg, on_chunk=meter.add_chunk)
@@ -351,7 +351,7 @@ def run_global(cfg: GlobalConfig) -> dict:
 @cached
 def global_theory_trial(trial: Trial) -> dict:
     """:func:`ntpcore.att.verify.theory_report` of one trial (an independent run)."""
-    t = draw_global_trial(trial_rng(trial.cfg.seed, trial.index), trial.cfg)
+    t = draw_global_trial(trial_rng(trial.cfg.trial_seed, trial.index), trial.cfg)
     return theory_report(t.E, t.tokens, t.labels, t.W_svm, t.W_fin)
 
 

@@ -15,7 +15,7 @@ from ntpcore.att.dynamics import attention_weights, make_problem
 from ntpcore.att.experiments.measures import cos_rows, padded_bases, trial_rows
 from ntpcore.att.experiments.trials import (
     DataConfig,
-    TrainProtocol,
+    DescentSteps,
     sample_feasible_trial,
     trial_rngs,
 )
@@ -26,7 +26,7 @@ from ntpcore.att.priority import (
     scc_structures,
     select_tokens,
 )
-from ntpcore.att.svm import graph_svm_from_graphs
+from ntpcore.att.svm import solve_graph_svm
 from ntpcore.core.cache import cached
 from ntpcore.errors import DataError, InfeasibleError
 
@@ -37,14 +37,14 @@ __all__ = ["LocalConfig", "run_local"]
 # local convergence with the general head (CE / squared loss), book att-conj-local
 # ============================================================================================
 @dataclass(frozen=True)
-class LocalConfig(TrainProtocol, DataConfig):
+class LocalConfig(DescentSteps, DataConfig):
     """Local convergence with the nonconvex general head (book ``att-conj-local``); the same
     datasets and initialisations serve every loss (paired runs)."""
 
     n_samples: int = 4  # n
     seq_len: int = 6  # T
     vocab_size: int = 8  # K
-    step_size: float = 0.1  # eta (normalized GD)
+    lr: float = 0.1  # eta (normalized GD)
     n_steps: int = 2000  # iterations
     losses: tuple = ("ce", "squared")  # losses of the general head
     c_thres: float = 1e-2  # selected tokens: attention mass > c_thres
@@ -85,7 +85,7 @@ def run_local(cfg: LocalConfig) -> dict:
     n, T, K, d = cfg.n_samples, cfg.seq_len, cfg.vocab_size, cfg.dim
     nL, B = len(cfg.losses), cfg.n_trials
     trials, n_rej, n_inf = [], 0, 0
-    for rng in trial_rngs(cfg.seed, B):
+    for rng in trial_rngs(cfg.trial_seed, B):
         ft = sample_feasible_trial(rng, n, T, K, d, "cyclic")
         n_rej += ft.data.n_rejected
         n_inf += ft.n_infeasible
@@ -108,7 +108,7 @@ def run_local(cfg: LocalConfig) -> dict:
     t_loop = 0.0
     P1 = batch(cfg.losses, nL)
     ta = time.perf_counter()
-    steps, tr = run_descent(np.concatenate([W0] * nL), P1, eta=cfg.step_size, n_steps=cfg.n_steps)
+    steps, tr = run_descent(np.concatenate([W0] * nL), P1, eta=cfg.lr, n_steps=cfg.n_steps)
     t_loop += time.perf_counter() - ta
     s_end_all = attention_weights(tr[-1], P1)  # (nL B, n, T)
     # Local structures from the final attention.
@@ -133,7 +133,7 @@ def run_local(cfg: LocalConfig) -> dict:
             n_ambiguous[a, b] = int(amb.any(axis=1).sum())
             g_loc = local_token_priority_graphs(data.tokens, sel, amb, K)
             try:
-                Wsvm_loc.append(graph_svm_from_graphs(data.E, g_loc).W)
+                Wsvm_loc.append(solve_graph_svm(data.E, g_loc).W)
             except InfeasibleError:
                 n_local_infeasible += 1
                 Wsvm_loc.append(np.zeros((d, d)))
@@ -156,9 +156,7 @@ def run_local(cfg: LocalConfig) -> dict:
         np.concatenate(weights),
     )
     ta = time.perf_counter()
-    _, tr2_all = run_descent(
-        np.zeros((2 * nL * B, d, d)), P2, eta=cfg.step_size, n_steps=cfg.n_steps
-    )
+    _, tr2_all = run_descent(np.zeros((2 * nL * B, d, d)), P2, eta=cfg.lr, n_steps=cfg.n_steps)
     t_loop += time.perf_counter() - ta
     for a in range(nL):
         W = tr[:, a * B : (a + 1) * B]  # (S, B, d, d)

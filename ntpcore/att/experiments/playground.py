@@ -5,6 +5,8 @@ text the notebook shows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ntpcore.att.automaton import (
@@ -21,6 +23,7 @@ from ntpcore.errors import DataError, NTPError
 
 __all__ = [
     "PLAYGROUND_DATASETS",
+    "PlaygroundConfig",
     "automaton_state",
     "describe_playground",
     "model_output_batch",
@@ -36,7 +39,7 @@ def model_output_batch(Ws, E, sequence) -> np.ndarray:
 
 
 def automaton_state(
-    data: AttDataset, test_sequence, n_steps, step_size, seed, n_inits: int = 1
+    data: AttDataset, test_sequence, n_steps, lr, init_seed, n_inits: int = 1
 ) -> dict:
     E, tok, lab = data.E, data.tokens, data.labels
     K, d = E.shape
@@ -44,13 +47,14 @@ def automaton_state(
     out = automaton_predict(auto, test_sequence)  # validates the sequence first
     k = out.k
     st = auto.structures[k]
-    W0 = np.array([r.uniform(-1.0, 1.0, (d, d)) / np.sqrt(d) for r in trial_rngs(seed, n_inits)])
+    rngs = trial_rngs(init_seed, n_inits)
+    W0 = np.array([r.uniform(-1.0, 1.0, (d, d)) / np.sqrt(d) for r in rngs])
     P = make_problem(
         np.repeat(E[None], n_inits, 0),
         np.repeat(tok[None], n_inits, 0),
         np.repeat(lab[None], n_inits, 0),
     )
-    _, tr = run_descent(W0, P, eta=step_size, n_steps=n_steps, record=[n_steps])
+    _, tr = run_descent(W0, P, eta=lr, n_steps=n_steps, record=[n_steps])
     W_all = tr[-1]  # (n_inits, d, d)
     auto_train = np.array([automaton_predict(auto, s).composition for s in tok])
     train_tv = max(
@@ -84,7 +88,7 @@ def automaton_state(
 
 
 def playground_state(
-    dataset: str, test_sequence, *, n_steps: int = 3000, step_size: float = 0.01, seed: int = 0
+    dataset: str, test_sequence, *, n_steps: int = 3000, lr: float = 0.01, init_seed: int = 0
 ) -> dict:
     """State shown by the automaton playground (uncached; cheap).
 
@@ -96,7 +100,24 @@ def playground_state(
         data = sample_dataset(rng, 6, 4, 6, 8, graph="cyclic")
     else:
         data = toy_dataset(dataset)
-    return automaton_state(data, tuple(int(t) for t in test_sequence), n_steps, step_size, seed)
+    return automaton_state(data, tuple(int(t) for t in test_sequence), n_steps, lr, init_seed)
+
+
+@dataclass(frozen=True)
+class PlaygroundConfig:
+    """The playground's static rendering: a dataset, a decided and an undecided test
+    sequence, and the normalized-GD training of the model compared with the automaton."""
+
+    dataset: str = "random-5"  # a toy name of TOYS, or random-SEED (a random cyclic set)
+    decided_sequence: tuple[int, ...] = (4, 3, 5, 2)  # a sequence the theory decides
+    undecided_sequence: tuple[int, ...] = (0, 1, 4, 3)  # a tie between incomparable SCCs
+    n_steps: int = 3000  # normalized-GD steps of the trained model
+    lr: float = 0.01  # normalized-GD step size
+    init_seed: int = 0  # seed of the model's random initialisation
+
+    def training(self) -> dict:
+        """The keyword arguments of :func:`playground_state` and :func:`playground_answer`."""
+        return {"n_steps": self.n_steps, "lr": self.lr, "init_seed": self.init_seed}
 
 
 #: Datasets offered by the playground: the exact toys and ten random cyclic sets.
@@ -115,7 +136,7 @@ def parse_sequence(text: str) -> tuple[int, ...]:
 
 
 def playground_answer(
-    dataset: str, text: str, *, n_steps: int = 3000, step_size: float = 0.01, seed: int = 0
+    dataset: str, text: str, *, n_steps: int = 3000, lr: float = 0.01, init_seed: int = 0
 ) -> tuple[dict | None, str]:
     """What the playground shows for a dataset name and a typed sequence.
 
@@ -127,7 +148,7 @@ def playground_answer(
         if dataset.startswith("random-") and not dataset[7:].isdigit():
             raise DataError(f"dataset {dataset!r}: use random-SEED with an integer SEED")
         seq = parse_sequence(text)
-        state = playground_state(dataset, seq, n_steps=n_steps, step_size=step_size, seed=seed)
+        state = playground_state(dataset, seq, n_steps=n_steps, lr=lr, init_seed=init_seed)
     except NTPError as exc:
         return None, str(exc).splitlines()[0]
     return state, describe_playground(state)

@@ -52,7 +52,7 @@ def reg_path_trial(trial: Trial) -> dict:
     ||Π_Sfin W_R - W^fin|| and ||W_R|| along the radii, and the rejected / infeasible draws."""
     cfg = trial.cfg
     ft = sample_feasible_trial(
-        trial_rng(cfg.seed, trial.index),
+        trial_rng(cfg.trial_seed, trial.index),
         cfg.n_samples,
         cfg.seq_len,
         cfg.vocab_size,

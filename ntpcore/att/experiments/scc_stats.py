@@ -29,7 +29,7 @@ __all__ = ["SCCCellConfig", "SCCStatsConfig", "run_scc_stats", "scc_cell"]
 class SCCStatsConfig:
     """SCC statistics of random TPGs versus the number of samples n and the length T."""
 
-    seed: int = 0  # base seed
+    trial_seed: int = 0  # base seed; cell i uses SeedSequence(trial_seed).spawn(...)[i]
     n_trials: int = 20  # datasets per (n, T)
     vocab_size: int = 20  # K
     seq_lens: tuple = (3, 5, 8)  # T values
@@ -42,9 +42,9 @@ _SCC_STATS = ("n_sccs", "largest_frac", "single_scc", "cyclic_frac", "pure_comp"
 @dataclass(frozen=True)
 class SCCCellConfig:
     """One (T, n) cell of the SCC statistics: ``n_trials`` datasets drawn from the generator
-    ``SeedSequence(seed).spawn(...)[index]`` (the same stream as a serial loop would use)."""
+    ``SeedSequence(trial_seed).spawn(...)[index]`` (the same stream as a serial loop would use)."""
 
-    seed: int
+    trial_seed: int
     index: int
     seq_len: int
     n_samples: int
@@ -55,7 +55,7 @@ class SCCCellConfig:
 @cached
 def scc_cell(cell: SCCCellConfig) -> dict:
     """The statistics of one cell, one value per trial: an independent run of the sweep."""
-    rng = trial_rng(cell.seed, cell.index)
+    rng = trial_rng(cell.trial_seed, cell.index)
     K, T, n = cell.vocab_size, cell.seq_len, cell.n_samples
     out = {k: np.zeros(cell.n_trials) for k in _SCC_STATS}
     for r in range(cell.n_trials):
@@ -95,7 +95,9 @@ def run_scc_stats(
 
     t0 = time.perf_counter()
     cells = [
-        SCCCellConfig(cfg.seed, a * len(cfg.sample_sizes) + b, T, n, cfg.vocab_size, cfg.n_trials)
+        SCCCellConfig(
+            cfg.trial_seed, a * len(cfg.sample_sizes) + b, T, n, cfg.vocab_size, cfg.n_trials
+        )
         for a, T in enumerate(cfg.seq_lens)
         for b, n in enumerate(cfg.sample_sizes)
     ]

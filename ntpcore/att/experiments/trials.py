@@ -1,8 +1,8 @@
 r"""Trials of the self-attention experiments (key ``att``): seeded draws of datasets,
 embeddings and initialisations, and the sweep that runs one cached computation per trial.
 
-Trial ``r`` draws from ``default_rng(SeedSequence(seed).spawn(n_trials)[r])``; draws rejected by
-the graph condition and infeasible Graph-SVM draws are counted (``n_rejected``,
+Trial ``r`` draws from ``default_rng(SeedSequence(trial_seed).spawn(n_trials)[r])``; draws
+rejected by the graph condition and infeasible Graph-SVM draws are counted (``n_rejected``,
 ``n_infeasible``).
 """
 
@@ -17,12 +17,12 @@ from ntpcore.att.data import AttDataset, sample_dataset, unit_embeddings
 from ntpcore.att.priority import (
     token_priority_graphs,
 )
-from ntpcore.att.svm import graph_svm_from_graphs
+from ntpcore.att.svm import solve_graph_svm
 from ntpcore.errors import InfeasibleError
 
 __all__ = [
     "DataConfig",
-    "TrainProtocol",
+    "DescentSteps",
     "FeasibleTrial",
     "Trial",
     "sample_feasible_trial",
@@ -38,7 +38,7 @@ class DataConfig:
     """The random datasets of the experiments: ``n_trials`` draws of ``n_samples`` sequences of
     ``seq_len`` tokens over ``vocab_size`` words embedded in dimension ``dim``."""
 
-    seed: int = 0  # base seed; trial r uses SeedSequence(seed).spawn(n_trials)[r]
+    trial_seed: int = 0  # base seed; trial r uses SeedSequence(trial_seed).spawn(n_trials)[r]
     n_trials: int = 10  # independent trials (data, embeddings, init, SVM redrawn)
     n_samples: int = 6  # n: sequences per dataset
     seq_len: int = 4  # T: tokens per sequence (distinct when T <= K)
@@ -47,10 +47,10 @@ class DataConfig:
 
 
 @dataclass(frozen=True)
-class TrainProtocol:
-    """The descent of the experiments: step size and number of steps."""
+class DescentSteps:
+    """The descent of the experiments: its learning rate (step size) and number of steps."""
 
-    step_size: float = 0.01  # eta
+    lr: float = 0.01  # eta, the step size
     n_steps: int = 4000  # iterations
 
 
@@ -70,7 +70,7 @@ def trial_rng(seed: int, index: int) -> np.random.Generator:
 class Trial:
     """Trial ``index`` of the experiment ``cfg``: one point of a per-trial sweep."""
 
-    cfg: Any  # the experiment's frozen config (with ``seed`` and ``n_trials``)
+    cfg: Any  # the experiment's frozen config (with ``trial_seed`` and ``n_trials``)
     index: int
 
 
@@ -115,7 +115,7 @@ def sample_feasible_trial(
     graphs = token_priority_graphs(data.tokens, data.labels, K)
     for n_inf in range(1000):
         try:
-            W_svm = graph_svm_from_graphs(data.E, graphs).W
+            W_svm = solve_graph_svm(data.E, graphs).W
             return FeasibleTrial(data, graphs, W_svm, n_inf)
         except InfeasibleError:  # counted; a new embedding draw
             data = AttDataset(unit_embeddings(rng, K, d), data.tokens, data.labels, data.n_rejected)

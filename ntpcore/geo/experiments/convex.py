@@ -215,7 +215,7 @@ class RegPathConfig(DataConfig):
     log10_lam_max: float = -1.0  # largest lambda (log10)
     log10_lam_min: float = -6.0  # smallest lambda (log10)
     n_lambdas: int = 11  # grid points, log-spaced
-    seed: int = 0  # seed of the factor initialisation
+    init_seed: int = 0  # seed of the factor initialisation
 
 
 @cached
@@ -234,7 +234,7 @@ def run_reg_path(cfg: RegPathConfig) -> dict[str, object]:
     ds = load_dataset(cfg)
     P, pi, S = ds.P, ds.pi, ds.S
     lams = np.logspace(cfg.log10_lam_max, cfg.log10_lam_min, cfg.n_lambdas)
-    path = regularization_path(P, pi, lams, seed=cfg.seed)
+    path = regularization_path(P, pi, lams, seed=cfg.init_seed)
     L_in = finite_logits(P)
     sol = solve_nuclear_svm(S)
     L_mm, St = sol.L, centered_support(S)
@@ -289,7 +289,7 @@ class ProxyConfig:
     n_contexts: int = 30  # m
     support_sizes: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12)  # k values tried
     n_trials: int = 10  # random instances per k
-    seed: int = 0  # base seed; trial t of size k uses SeedSequence(seed).spawn
+    trial_seed: int = 0  # base seed; trial t of size k uses SeedSequence(trial_seed).spawn
     data_seed: int = 0  # seed of the two datasets
 
 
@@ -316,10 +316,10 @@ def _proxy_numbers(S: NDArray[np.bool_]) -> dict[str, float | int]:
 @dataclass(frozen=True)
 class ProxyTrialConfig:
     """One random instance of the proxy sweep: a V x m support with ``support_size`` words
-    per context, drawn from the generator ``SeedSequence(seed).spawn(...)[index]`` (the
+    per context, drawn from the generator ``SeedSequence(trial_seed).spawn(...)[index]`` (the
     stream a serial loop over the trials would give it)."""
 
-    seed: int
+    trial_seed: int
     index: int
     vocab_size: int
     n_contexts: int
@@ -329,7 +329,7 @@ class ProxyTrialConfig:
 @cached
 def proxy_trial(cfg: ProxyTrialConfig) -> dict[str, float | int]:
     """The numbers of one random instance (an independent run of the sweep)."""
-    rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(cfg.index,)))
+    rng = np.random.default_rng(np.random.SeedSequence(cfg.trial_seed, spawn_key=(cfg.index,)))
     S = np.zeros((cfg.vocab_size, cfg.n_contexts), dtype=bool)
     for j in range(cfg.n_contexts):
         S[rng.choice(cfg.vocab_size, cfg.support_size, replace=False), j] = True
@@ -377,7 +377,8 @@ def run_proxy(
     datasets; ``G`` / ``G0`` (V, m): optimal and polar certificates of the synthetic set.
 
     The random instances are independent runs (per-instance cached by :func:`proxy_trial`;
-    trial ``t`` of the ``a``-th size uses ``SeedSequence(seed).spawn(...)[a * n_trials + t]``):
+    trial ``t`` of the ``a``-th size uses
+    ``SeedSequence(trial_seed).spawn(...)[a * n_trials + t]``):
     they go through :func:`ntpcore.core.sweep.map_runs`, in-process by default, on
     ``n_workers`` local processes or on a ``dask.distributed`` scheduler.  How they run does
     not change what they compute, so neither is part of ``cfg`` or of any cache key.  The two
@@ -390,7 +391,7 @@ def run_proxy(
     if ks.min() < 1 or ks.max() >= V:
         raise DataError(f"support sizes must lie in [1, V-1] = [1, {V - 1}]")
     trials = [
-        ProxyTrialConfig(cfg.seed, a * cfg.n_trials + t, V, m, int(k))
+        ProxyTrialConfig(cfg.trial_seed, a * cfg.n_trials + t, V, m, int(k))
         for a, k in enumerate(ks)
         for t in range(cfg.n_trials)
     ]

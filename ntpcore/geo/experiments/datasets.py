@@ -5,18 +5,17 @@ A dataset is summarised by its ``m`` distinct contexts and the counts :math:`n_{
 project's templated set with the structure of the paper's synthetic set, and ``"text"``,
 next-token data mined from a real English corpus (:mod:`ntpcore.geo.synthetic`,
 :mod:`ntpcore.geo.text`).  :class:`DataConfig` names one of them; every experiment
-configuration that reads a dataset extends it, so the fields stay the notebook's parameter
-names.  Cache keys carry a fingerprint of the data (:func:`data_fingerprint`), so a change
-of the generators never serves results computed on other data.
+configuration that reads a dataset has one (as a part, or extends it), and its field names
+are the notebook's parameter names.  Cache keys carry a fingerprint of the data
+(:func:`data_fingerprint`), so a change of the generators never serves results computed on
+other data.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 import numpy as np
 
@@ -26,17 +25,6 @@ from ntpcore.geo.synthetic import synthetic_dataset
 from ntpcore.geo.text import text_dataset
 
 DATASETS = ("synthetic", "text")
-
-C = TypeVar("C")
-
-
-def narrow(cfg: Any, cls: type[C]) -> C:
-    """The ``cls`` part of a configuration: ``cls`` built from the fields of ``cfg`` it declares.
-
-    Fields of ``cls`` that ``cfg`` lacks keep their defaults.
-    """
-    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    return cls(**{k: getattr(cfg, k) for k in names if hasattr(cfg, k)})
 
 
 @dataclass(frozen=True)
@@ -52,9 +40,6 @@ class DataConfig:
             raise DataError(f"dataset must be one of {DATASETS}, got {self.dataset!r}")
         if self.max_contexts < 0:
             raise DataError(f"max_contexts must be >= 0, got {self.max_contexts}")
-        post = getattr(super(), "__post_init__", None)  # next base of a combined config
-        if post is not None:
-            post()
 
 
 def load_dataset(cfg: DataConfig) -> ContextDataset:

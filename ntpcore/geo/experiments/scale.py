@@ -2,7 +2,7 @@ r"""The geometry at corpus scale: a real Wikipedia sample, thousands of contexts
 
 The paper checks its theory on at most :math:`V=104` words and :math:`m=403` contexts.  Here
 the same objects are computed on next-token sets of the English Wikipedia sample shipped
-with gensim (:mod:`ntpcore.geo.wiki`), or of any corpus named by ``source``
+with gensim (:mod:`ntpcore.geo.wiki`), or of any corpus named by ``corpus``
 (:mod:`ntpcore.geo.corpora`: a built-in corpus or a reader's UTF-8 text file, through the
 same pipeline): the ``vocab_size`` most frequent words, contexts of ``context_len`` words
 seen at least ``min_count`` times with at least ``min_next`` distinct next words, and for
@@ -63,11 +63,11 @@ from ntpcore.geo.corpora import (
 )
 from ntpcore.geo.data import ContextDataset, head_contexts
 from ntpcore.geo.embeddings import balanced_factors, direction_distance, mm_embeddings
-from ntpcore.geo.experiments.datasets import data_fingerprint, narrow
+from ntpcore.geo.experiments.datasets import data_fingerprint
 from ntpcore.geo.logits import centered_support, finite_logits
 from ntpcore.geo.svm_scale import solve_nuclear_svm_scale
 from ntpcore.geo.train import train_model
-from ntpcore.geo.train.protocol import TrainerConfig, TrainProtocol
+from ntpcore.geo.train.protocol import AdamWProtocol, TrainerConfig
 
 #: singular values above RANK_TOL * sigma_max count towards the rank.  The paper counts above
 #: 1e-6 with an interior-point solution; the first-order solution certified to a relative gap
@@ -81,13 +81,12 @@ RANK_TOL = 1e-4
 class CorpusConfig:
     """Which next-token set of which corpus (see :func:`ntpcore.geo.text.corpus_dataset`).
 
-    ``source`` names the corpus (:func:`ntpcore.geo.corpora.load_corpus`): a built-in one,
+    ``corpus`` names the corpus (:func:`ntpcore.geo.corpora.load_corpus`): a built-in one,
     by default the Wikipedia sample, or the path of a UTF-8 text file.  At its default it is
-    left out of the cache keys, which hold the data's fingerprint anyway, so the entries
-    stored before the field existed stay valid.
+    left out of the cache keys, which hold the data's fingerprint anyway.
     """
 
-    source: str = dataclasses.field(default=DEFAULT_CORPUS, metadata={OMIT_DEFAULT: True})
+    corpus: str = dataclasses.field(default=DEFAULT_CORPUS, metadata={OMIT_DEFAULT: True})
     vocab_size: int = 1000  # V: the most frequent words (input and next-token vocabulary)
     context_len: int = 2  # T: words per context
     min_count: int = 5  # contexts seen at least this often
@@ -96,28 +95,26 @@ class CorpusConfig:
     def __post_init__(self) -> None:
         if self.vocab_size < 2 or self.context_len < 1 or self.min_count < 1 or self.min_next < 1:
             raise DataError("need vocab_size >= 2, context_len >= 1, min_count >= 1, min_next >= 1")
-        post = getattr(super(), "__post_init__", None)  # next base of a combined config
-        if post is not None:
-            post()
+
+
+#: the figure's UFM protocol: the paper's schedule compressed 20-fold (learning rate x 20,
+#: steps and milestones / 20)
+SCALE_PROTOCOL = AdamWProtocol(
+    n_steps=1500, lr=2e-3, lr_milestones=(250, 500, 750, 1000, 1250), n_records=24
+)
 
 
 @dataclass(frozen=True)
-class ScaleConfig(TrainProtocol, CorpusConfig):
-    """The figure: a corpus set, the ladder of ``m``, the SVM accuracy and the UFM protocol.
+class ScaleConfig:
+    """The figure: a corpus set, the ladder of ``m``, the SVM accuracy and the UFM protocol
+    (:class:`ntpcore.geo.train.protocol.AdamWProtocol`; by default :data:`SCALE_PROTOCOL`)."""
 
-    The training fields are :class:`ntpcore.geo.train.protocol.TrainProtocol`'s; the defaults here
-    compress the paper's schedule 20-fold (learning rate x 20, epochs and milestones / 20).
-    """
-
+    data: CorpusConfig = CorpusConfig()
+    protocol: AdamWProtocol = SCALE_PROTOCOL
     m_values: tuple[int, ...] = (400, 1000, 2500, 5000)  # the m most frequent contexts
     svm_tol: float = 1e-5  # certified relative duality gap of L^mm
-    n_epochs: int = 1500  # full-batch AdamW steps of the UFM
-    lr: float = 2e-3  # initial learning rate
-    lr_milestones: tuple[int, ...] = (250, 500, 750, 1000, 1250)  # epochs where lr *= lr_gamma
-    n_records: int = 24  # log-spaced record epochs
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         object.__setattr__(self, "m_values", tuple(int(m) for m in self.m_values))
         if (
             not self.m_values
@@ -128,19 +125,11 @@ class ScaleConfig(TrainProtocol, CorpusConfig):
         if not 0 < self.svm_tol < 1:
             raise DataError(f"svm_tol must lie in (0, 1), got {self.svm_tol}")
 
-    @property
-    def corpus(self) -> CorpusConfig:
-        return narrow(self, CorpusConfig)
-
-    @property
-    def protocol(self) -> TrainProtocol:
-        return narrow(self, TrainProtocol)
-
 
 def full_dataset(cfg: CorpusConfig) -> ContextDataset:
     """Every qualifying context of the corpus, most frequent first."""
     return corpus_set(
-        cfg.source,
+        cfg.corpus,
         vocab_size=cfg.vocab_size,
         context_len=cfg.context_len,
         min_count=cfg.min_count,
@@ -153,12 +142,13 @@ def check_corpus(cfg: ScaleConfig) -> int:
     :class:`~ntpcore.errors.ParameterError` saying what the corpus supports when it is too
     small for ``vocab_size`` or the largest ``m`` (:func:`ntpcore.geo.corpora.check_supports`).
     """
+    data = cfg.data
     return check_supports(
-        cfg.source,
-        vocab_size=cfg.vocab_size,
-        context_len=cfg.context_len,
-        min_count=cfg.min_count,
-        min_next=cfg.min_next,
+        data.corpus,
+        vocab_size=data.vocab_size,
+        context_len=data.context_len,
+        min_count=data.min_count,
+        min_next=data.min_next,
         m_values=cfg.m_values,
     )
 
@@ -233,21 +223,22 @@ class _SvmKey:
 @dataclass(frozen=True)
 class _UfmKey:
     svm: _SvmKey
-    protocol: TrainProtocol
+    protocol: AdamWProtocol
 
 
-def _svm_key(cfg: ScaleConfig, m: int) -> _SvmKey:
-    return _SvmKey(cfg.corpus, int(m), cfg.svm_tol, data_fingerprint(scale_dataset(cfg, m)))
+def _rung(cfg: ScaleConfig, m: int) -> tuple[_SvmKey, ContextDataset]:
+    """The ``m``-context set of ``cfg``, loaded once, and the key of its SVM solve."""
+    ds = scale_dataset(cfg.data, m)
+    return _SvmKey(cfg.data, int(m), cfg.svm_tol, data_fingerprint(ds)), ds
 
 
 def svm_point(cfg: ScaleConfig, m: int) -> dict[str, Any]:
     r""":math:`L^{mm}` of the ``m``-context set against :math:`\tilde S` (cached)."""
-    return _svm_point(_svm_key(cfg, m))
+    return _svm_point(*_rung(cfg, m))
 
 
 @cached
-def _svm_point(key: _SvmKey) -> dict[str, Any]:
-    ds = scale_dataset(key.corpus, key.m)
+def _svm_point(key: _SvmKey, ds: ContextDataset) -> dict[str, Any]:
     S = ds.S
     sol = solve_nuclear_svm_scale(S, tol=key.svm_tol)
     St = centered_support(S)
@@ -278,20 +269,25 @@ def _svm_point(key: _SvmKey) -> dict[str, Any]:
 
 def ufm_point(cfg: ScaleConfig, m: int) -> dict[str, Any]:
     """The UFM trained on the ``m``-context set and its geometry per record (cached)."""
-    return _ufm_point(_UfmKey(_svm_key(cfg, m), cfg.protocol))
+    key, ds = _rung(cfg, m)
+    return _ufm_point(_UfmKey(key, cfg.protocol), ds)
+
+
+def _rung_points(cfg: ScaleConfig, m: int) -> dict[str, dict[str, Any]]:
+    """``{"svm": ..., "ufm": ...}`` of one ``m``, on one load of its set."""
+    key, ds = _rung(cfg, m)
+    return {"svm": _svm_point(key, ds), "ufm": _ufm_point(_UfmKey(key, cfg.protocol), ds)}
 
 
 @cached
-def _ufm_point(key: _UfmKey) -> dict[str, Any]:
-    ds = scale_dataset(key.svm.corpus, key.svm.m)
-    svm = _svm_point(key.svm)
+def _ufm_point(key: _UfmKey, ds: ContextDataset) -> dict[str, Any]:
+    svm = _svm_point(key.svm, ds)
     L_mm = np.asarray(svm["L_mm"])
     W_mm, H_mm = mm_embeddings(L_mm)
     S = ds.S
     St = centered_support(S)
     L_in = finite_logits(ds.P)
-    tcfg = TrainerConfig(**dataclasses.asdict(key.protocol), model="ufm")
-    res = train_model(ds, tcfg, progress=False)
+    res = train_model(ds, TrainerConfig(key.protocol, "ufm"), progress=False)
     names = ("dir_mm", "dir_proxy", "corr_H", "corr_W", "corr_H_proxy", "corr_W_proxy")
     out: dict[str, list[float]] = {k: [] for k in names}
     W_px, H_px = balanced_factors(St)
@@ -332,7 +328,7 @@ def ladder_point(point: LadderPoint) -> dict[str, dict[str, Any]]:
     Both halves are cached (under keys that hold the data fingerprint), so an interrupted
     ladder resumes where it stopped; this wrapper itself stores nothing.
     """
-    return {"svm": svm_point(point.cfg, point.m), "ufm": ufm_point(point.cfg, point.m)}
+    return _rung_points(point.cfg, point.m)
 
 
 def run_scale(
@@ -398,12 +394,12 @@ def run_scale(
         out[k] = np.array([p[k] for p in ufm])
     out["epoch"] = np.asarray(ufm[0]["epoch"])
     out["train_seconds"] = np.array([p["train_seconds"] for p in ufm])
-    corpus = load_corpus(cfg.source)
-    full = full_dataset(cfg)
+    corpus = load_corpus(cfg.data.corpus)
+    full = full_dataset(cfg.data)
     out.update(
-        corpus=cfg.source,
-        corpus_label=corpus_label(cfg.source),
-        corpus_default=cfg.source == DEFAULT_CORPUS,
+        corpus=cfg.data.corpus,
+        corpus_label=corpus_label(cfg.data.corpus),
+        corpus_default=cfg.data.corpus == DEFAULT_CORPUS,
         corpus_tokens=int(corpus.tokens.size),
         corpus_docs=corpus.n_docs,
         corpus_words=len(corpus.words),

@@ -7,10 +7,12 @@ with :math:`L^{mm}`, so that the embeddings take the geometry of the balanced fa
 :math:`W^{mm}`, :math:`H^{mm}` of :math:`L^{mm}` (book: ``geo-thm-path``,
 ``geo-def-collapse``).
 
-The notebooks build a :class:`ModelsConfig` (or a subclass adding a few figure-specific
-fields) from their parameters -- the field names are the notebook's parameter names; the
-training protocol is declared once in :class:`ntpcore.geo.train.protocol.TrainProtocol` -- and
-call the functions below.  Everything expensive goes through
+The notebooks build a :class:`ModelsConfig` (several models) or a :class:`ModelConfig` (one
+model, with a few figure-specific fields) from their parameters: each is composed of a
+dataset (:class:`~ntpcore.geo.experiments.datasets.DataConfig`) and the training protocol
+(:class:`ntpcore.geo.train.protocol.AdamWProtocol`, declared once), whose field names are
+the notebook's parameter names, and gives the :class:`RunConfig` of each model -- its
+dataset and its trainer -- without copying a field.  Everything expensive goes through
 :func:`ntpcore.core.cache.cached`:
 
 * :func:`train_run` -- one model trained on one dataset (:class:`RunConfig`); interrupted
@@ -21,12 +23,13 @@ call the functions below.  Everything expensive goes through
 
 Cache keys hold the configuration and a fingerprint of the dataset
 (:func:`~ntpcore.geo.experiments.datasets.data_fingerprint`), so a change of the data
-generators never serves stale runs.
+generators never serves stale runs.  A training run loads its dataset once: the same load
+gives the key's fingerprint and the data the training (and the convex solution, and the
+metrics) read, handed to the cached computations with their key.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +38,7 @@ import numpy as np
 from ntpcore.core import paths
 from ntpcore.core.cache import cache_key, cached, free_first
 from ntpcore.errors import DataError
+from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.embeddings import (
     balanced_factors,
     cosine_matrix,
@@ -45,11 +49,11 @@ from ntpcore.geo.embeddings import (
     structural_correlation,
     subspace_collapse,
 )
-from ntpcore.geo.experiments.datasets import DataConfig, data_fingerprint, load_dataset, narrow
+from ntpcore.geo.experiments.datasets import DataConfig, data_fingerprint, load_dataset
 from ntpcore.geo.logits import centered_support, finite_logits, nuclear_norm
 from ntpcore.geo.svm import nuclear_svm
 from ntpcore.geo.train import train_model
-from ntpcore.geo.train.protocol import TrainerConfig, TrainProtocol
+from ntpcore.geo.train.protocol import MODELS, AdamWProtocol, TrainerConfig
 
 DATASET_LABELS = {
     "synthetic": "synthetic set",
@@ -59,60 +63,71 @@ MODEL_LABELS = {"ufm": "UFM", "transformer": "Transformer", "lstm": "LSTM"}
 
 
 # ------------------------------------------------------------------------------------------
-# Configurations: a dataset (DataConfig) + the training protocol (TrainProtocol) + own
+# Configurations: composed of a dataset (DataConfig) and the protocol (AdamWProtocol)
 # ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RunConfig(TrainProtocol, DataConfig):
-    """One training run: a dataset, the protocol (defaults = paper) and a model."""
-
-    model: str = "ufm"  # ufm | transformer | lstm
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.train_config()  # validate
-
-    @property
-    def data(self) -> DataConfig:
-        return narrow(self, DataConfig)
-
-    def train_config(self) -> TrainerConfig:
-        """The :class:`~ntpcore.geo.train.protocol.TrainerConfig` of this run (default
-        architecture)."""
-        return narrow(self, TrainerConfig)
+def _check_models(models: tuple[str, ...]) -> None:
+    bad = [m for m in models if m not in MODELS]
+    if bad:
+        raise DataError(f"models must be among {MODELS}, got {bad[0]!r}")
 
 
 @dataclass(frozen=True)
-class ModelsConfig(TrainProtocol, DataConfig):
+class RunConfig:
+    """One training run -- the key of the cached training: a dataset and a trainer (the
+    protocol, the model, the default architecture)."""
+
+    data: DataConfig = DataConfig()
+    trainer: TrainerConfig = TrainerConfig()
+
+
+@dataclass(frozen=True)
+class ModelsConfig:
     """Parameters shared by the training notebooks: a dataset, the protocol, the models."""
 
-    models: tuple[str, ...] = ("ufm", "transformer", "lstm")  # models to train
+    data: DataConfig = DataConfig()
+    protocol: AdamWProtocol = AdamWProtocol()
+    models: tuple[str, ...] = MODELS  # models to train
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         object.__setattr__(self, "models", tuple(self.models))
-        for m in self.models:
-            self.run(m)  # validate
+        _check_models(self.models)
 
     def run(self, model: str) -> RunConfig:
         """The :class:`RunConfig` of ``model`` under this setup."""
-        return dataclasses.replace(narrow(self, RunConfig), model=model)
+        return RunConfig(self.data, TrainerConfig(self.protocol, model))
 
 
 @dataclass(frozen=True)
-class EvolutionConfig(RunConfig):
+class ModelConfig:
+    """One model trained on a dataset under the protocol (the appendix figures)."""
+
+    data: DataConfig = DataConfig()
+    protocol: AdamWProtocol = AdamWProtocol()
+    model: str = "ufm"  # ufm | transformer | lstm
+
+    def __post_init__(self) -> None:
+        _check_models((self.model,))
+
+    def run(self) -> RunConfig:
+        """The :class:`RunConfig` of the model."""
+        return RunConfig(self.data, TrainerConfig(self.protocol, self.model))
+
+
+@dataclass(frozen=True)
+class EvolutionConfig(ModelConfig):
     """Snapshots of one model's geometry during training (appendix figure)."""
 
-    snapshot_epochs: tuple[int, ...] = (0, 10, 100, 26000)  # shown epochs (nearest record)
+    snapshot_steps: tuple[int, ...] = (0, 10, 100, 26000)  # shown steps (epochs; nearest record)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "snapshot_epochs", tuple(int(k) for k in self.snapshot_epochs))
+        object.__setattr__(self, "snapshot_steps", tuple(int(k) for k in self.snapshot_steps))
 
 
 @dataclass(frozen=True)
-class LabelledConfig(RunConfig):
+class LabelledConfig(ModelConfig):
     """Labelled similarity map of one model's final embeddings (appendix figures)."""
 
     which: str = "words"  # words | contexts
@@ -123,13 +138,8 @@ class LabelledConfig(RunConfig):
             raise DataError(f"which must be 'words' or 'contexts', got {self.which!r}")
 
 
-def as_run(cfg: RunConfig) -> RunConfig:
-    """The plain :class:`RunConfig` of a figure configuration (the training cache key)."""
-    return narrow(cfg, RunConfig)
-
-
 # ------------------------------------------------------------------------------------------
-# Cache keys: configuration + data fingerprint
+# Cache keys: configuration + data fingerprint, each built once from one load of the data
 # ------------------------------------------------------------------------------------------
 
 
@@ -145,23 +155,32 @@ class _RunKey:
     fingerprint: str
 
 
-def _data_key(cfg: DataConfig) -> _DataKey:
-    return _DataKey(narrow(cfg, DataConfig), data_fingerprint(load_dataset(cfg)))
+@dataclass(frozen=True)
+class _Prepared:
+    """A training run ready to go: its key and its dataset, loaded once."""
+
+    key: _RunKey
+    ds: ContextDataset
+
+    @classmethod
+    def of(cls, run: RunConfig) -> _Prepared:
+        ds = load_dataset(run.data)
+        return cls(_RunKey(run, data_fingerprint(ds)), ds)
+
+    @property
+    def data_key(self) -> _DataKey:
+        return _DataKey(self.key.run.data, self.key.fingerprint)
 
 
-def _run_key(cfg: RunConfig) -> _RunKey:
-    return _RunKey(as_run(cfg), data_fingerprint(load_dataset(cfg)))
-
-
-def convex_solution(cfg: DataConfig) -> dict[str, Any]:
+def convex_solution(data: DataConfig) -> dict[str, Any]:
     r"""Convex-side objects of a dataset: :math:`L^{in}`, :math:`L^{mm}`, :math:`\tilde S`,
     predicted embeddings :math:`W^{mm}` (V, r), :math:`H^{mm}` (r, m), and sizes (cached)."""
-    return _convex_solution(_data_key(cfg))
+    ds = load_dataset(data)
+    return _convex_solution(_DataKey(data, data_fingerprint(ds)), ds)
 
 
 @cached
-def _convex_solution(key: _DataKey) -> dict[str, Any]:
-    ds = load_dataset(key.data)
+def _convex_solution(key: _DataKey, ds: ContextDataset) -> dict[str, Any]:
     L_mm = nuclear_svm(ds.S)
     W_mm, H_mm = mm_embeddings(L_mm)
     S_tilde = centered_support(ds.S)
@@ -194,40 +213,56 @@ CHECKPOINT_DIR = "geo_train_checkpoints"
 
 def checkpoint_path(cfg: RunConfig) -> Any:
     """Where an interrupted :func:`train_run` keeps its state (deleted when it completes)."""
-    key = cache_key(_train_run.cache_qualname, _run_key(cfg))  # type: ignore[attr-defined]
-    suffix = ".npz" if cfg.model == "ufm" else ".pt"
-    return paths.cache_dir() / CHECKPOINT_DIR / f"{key}{suffix}"
+    return _checkpoint(_Prepared.of(cfg).key)
+
+
+def _checkpoint(key: _RunKey) -> Any:
+    digest = cache_key(_train_run.cache_qualname, key)  # type: ignore[attr-defined]
+    suffix = ".npz" if key.run.trainer.model == "ufm" else ".pt"
+    return paths.cache_dir() / CHECKPOINT_DIR / f"{digest}{suffix}"
 
 
 def train_run(cfg: RunConfig) -> dict[str, Any]:
-    """Train ``cfg.model`` on ``cfg``'s dataset (see :mod:`ntpcore.geo.train`).
+    """Train ``cfg.trainer.model`` on ``cfg.data`` (see :mod:`ntpcore.geo.train`).
 
     Returns per-record ``epoch``, ``ce_minus_H``, ``W_norm``, ``H_norm``, ``L_norm``,
     ``pf_dist``, float32 snapshots ``W`` (R, V, d), ``H`` (R, d, m), ``b`` (R, V), the final
     float64 ``W_final``, ``H_final``, ``b_final``, and ``seconds``, ``sec_per_epoch``,
-    ``device``, ``n_params``.  Cached under its :class:`RunConfig` fields (a figure
-    configuration that extends :class:`RunConfig` shares the run) and the data fingerprint.
+    ``device``, ``n_params``.  Cached under the :class:`RunConfig` (every figure that trains
+    the same model on the same data under the same protocol shares the run) and the data
+    fingerprint; the dataset is loaded once, for both.
     """
-    return _train_run(_run_key(cfg))
+    run = _Prepared.of(cfg)
+    return _train_run(run.key, run.ds)
 
 
 @cached
-def _train_run(key: _RunKey) -> dict[str, Any]:
-    cfg = key.run
-    ds = load_dataset(cfg)
-    ckpt = checkpoint_path(cfg)
+def _train_run(key: _RunKey, ds: ContextDataset) -> dict[str, Any]:
+    ckpt = _checkpoint(key)
     ckpt.parent.mkdir(parents=True, exist_ok=True)
-    return train_model(ds, cfg.train_config(), checkpoint=ckpt)
+    return train_model(ds, key.run.trainer, checkpoint=ckpt)
+
+
+def _train_prepared(runs: list[_Prepared]) -> list[dict[str, Any]]:
+    """The training of each of ``runs``, in their order; a run that another process is
+    training at this moment (another notebook of a ``--jobs 2`` run) is left for last
+    (:func:`ntpcore.core.cache.free_first`): this notebook trains its other models meanwhile
+    and then reads the shared one from the cache."""
+    return free_first(
+        runs, lambda r: _train_run(r.key, r.ds), lambda r: _train_run.in_flight(r.key)
+    )
+
+
+def _prepare(cfg: ModelsConfig) -> list[_Prepared]:
+    """The runs of every model of ``cfg``, on one load of their common dataset."""
+    ds = load_dataset(cfg.data)
+    fingerprint = data_fingerprint(ds)
+    return [_Prepared(_RunKey(cfg.run(m), fingerprint), ds) for m in cfg.models]
 
 
 def train_runs(runs: list[RunConfig]) -> list[dict[str, Any]]:
-    """:func:`train_run` of each of ``runs``, in their order.
-
-    A run that another process is training at this moment (another notebook of a
-    ``--jobs 2`` run) is left for last (:func:`ntpcore.core.cache.free_first`): this
-    notebook trains its other models meanwhile and then reads the shared one from the cache.
-    """
-    return free_first(runs, train_run, lambda r: _train_run.in_flight(_run_key(r)))
+    """:func:`train_run` of each of ``runs``, in their order (the free ones first)."""
+    return _train_prepared([_Prepared.of(r) for r in runs])
 
 
 def nearest_records(res: dict[str, Any], epochs: tuple[int, ...]) -> list[int]:
@@ -270,14 +305,17 @@ def run_metrics(cfg: RunConfig) -> dict[str, Any]:
     * ``collapse_raw``, ``collapse_proj``: mean raw and projected cosine of same-support
       context pairs (book: ``geo-def-collapse``; NaN when there are no such pairs).
     """
-    return _run_metrics(_run_key(cfg))
+    return _metrics(_Prepared.of(cfg))
+
+
+def _metrics(run: _Prepared, res: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`run_metrics` of a prepared run (``res``: its training, when at hand)."""
+    res = _train_run(run.key, run.ds) if res is None else res
+    return _run_metrics(run.key, res, _convex_solution(run.data_key, run.ds))
 
 
 @cached
-def _run_metrics(key: _RunKey) -> dict[str, Any]:
-    cfg = key.run
-    res = train_run(cfg)
-    cvx = convex_solution(cfg.data)
+def _run_metrics(key: _RunKey, res: dict[str, Any], cvx: dict[str, Any]) -> dict[str, Any]:
     L_in, L_mm, S_t = cvx["L_in"], cvx["L_mm"], cvx["S_tilde"]
     cos_Hmm = cosine_matrix(cvx["H_mm"].T)
     cos_Wmm = cosine_matrix(cvx["W_mm"])
@@ -325,10 +363,10 @@ def _run_metrics(key: _RunKey) -> dict[str, Any]:
 
 def training_curves(cfg: ModelsConfig) -> dict[str, dict[str, Any]]:
     """Recorded training metrics and geometry metrics of every model of ``cfg``."""
-    runs = [cfg.run(model) for model in cfg.models]
-    results = train_runs(runs)
+    runs = _prepare(cfg)
+    results = _train_prepared(runs)
     return {
-        model: {**res, **run_metrics(run)}
+        model: {**res, **_metrics(run, res)}
         for model, run, res in zip(cfg.models, runs, results, strict=True)
     }
 
@@ -339,9 +377,10 @@ def final_geometry(cfg: ModelsConfig) -> dict[str, dict[str, np.ndarray]]:
     Keys: the model names, ``"mm"`` and ``"S_tilde"``; values hold ``cos_H`` (m, m),
     ``cos_W`` (V, V) and ``L`` (V, m) (``L^mm`` and ``S~`` Frobenius-normalised).
     """
-    cvx = convex_solution(cfg)
+    runs = _prepare(cfg)
+    cvx = _convex_solution(runs[0].data_key, runs[0].ds) if runs else convex_solution(cfg.data)
     out: dict[str, dict[str, np.ndarray]] = {}
-    results = train_runs([cfg.run(model) for model in cfg.models])
+    results = _train_prepared(runs)
     for model, res in zip(cfg.models, results, strict=True):
         out[model] = {
             "cos_H": cosine_matrix(res["H_final"].T),

@@ -12,7 +12,7 @@ fraction of the cost:
     = \sum_j \Big(n_j\,\mathrm{LSE}(\ell_j) - \sum_z n_{z,j}\,\ell_{z,j}\Big)
     = n\,\CE(L),\qquad n_j = \textstyle\sum_z n_{z,j}.
 
-The protocol (:class:`~ntpcore.geo.train.protocol.TrainProtocol`, declared once; the authors'
+The protocol (:class:`~ntpcore.geo.train.protocol.AdamWProtocol`, declared once; the authors'
 code): full batch (one
 step per epoch), AdamW (lr ``1e-4``, decoupled weight decay ``1e-6`` on every parameter,
 betas (0.9, 0.999), eps ``1e-8``), step-wise learning rate
@@ -47,9 +47,9 @@ from ntpcore.geo.train.numpy_ufm import init_ufm_state, train_ufm_numpy
 from ntpcore.geo.train.protocol import (
     MODELS,
     PAPER_MILESTONES,
+    AdamWProtocol,
     Recorder,
     TrainerConfig,
-    TrainProtocol,
     lr_at,
     record_epochs,
 )
@@ -67,7 +67,7 @@ __all__ = [
     "MODELS",
     "PAPER_MILESTONES",
     "Recorder",
-    "TrainProtocol",
+    "AdamWProtocol",
     "TrainerConfig",
     "build_model",
     "default_device",

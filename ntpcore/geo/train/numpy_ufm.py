@@ -31,7 +31,7 @@ def init_ufm_state(ds: ContextDataset, cfg: TrainerConfig) -> NDArray[np.float64
     """Flat float64 parameter vector ``[vec(W), vec(H)]`` of the UFM at initialisation."""
     from ntpcore.geo.models.ufm import init_ufm
 
-    W, H = init_ufm(ds.m, ds.V, cfg.d, np.random.default_rng(cfg.seed))
+    W, H = init_ufm(ds.m, ds.V, cfg.protocol.dim, np.random.default_rng(cfg.protocol.init_seed))
     return np.concatenate([W.ravel(), H.ravel()])
 
 
@@ -139,7 +139,7 @@ def train_ufm_numpy(
     """
     if cfg.model != "ufm":
         raise DataError(f"train_ufm_numpy trains the UFM, got model={cfg.model!r}")
-    V, m, d = ds.V, ds.m, cfg.d
+    V, m, d = ds.V, ds.m, cfg.protocol.dim
     nW = V * d
     N = ds.counts.astype(np.float64)  # (V, m) joint counts
     Nj = N.sum(axis=0)  # (m,)
@@ -148,7 +148,7 @@ def train_ufm_numpy(
     theta = init_ufm_state(ds, cfg)
     mom, vel = np.zeros_like(theta), np.zeros_like(theta)
     start = 0
-    rec = Recorder(ds, record_epochs(cfg.n_epochs, cfg.n_records))
+    rec = Recorder(ds, record_epochs(cfg.protocol.n_steps, cfg.protocol.n_records))
     if checkpoint is not None and checkpoint.exists():
         with np.load(checkpoint, allow_pickle=False) as z:
             state = dict(z)
@@ -160,7 +160,7 @@ def train_ufm_numpy(
     gW, gH = grad[:nW].reshape(V, d), grad[nW:].reshape(d, m)
     L, Q = np.empty((V, m)), np.empty((V, m))
     cvec = np.empty(m)
-    adamw_step = _adamw(theta, grad, mom, vel, start, cfg.weight_decay, b1, b2, eps)
+    adamw_step = _adamw(theta, grad, mom, vel, start, cfg.protocol.weight_decay, b1, b2, eps)
     # |l_zj| <= ||W|| ||H||; an AdamW step moves each entry by at most lr * (rho + wd |theta|)
     rho = (1.0 - b1) / math.sqrt((1.0 - b2) * (1.0 - b1 * b1 / b2))
     nW_sqrt, nH_sqrt = math.sqrt(nW), math.sqrt(H.size)
@@ -182,15 +182,15 @@ def train_ufm_numpy(
         np.add.reduce,
     )
     HT, WT = H.T, W.T
-    for k in range(start, cfg.n_epochs + 1):
+    for k in range(start, cfg.protocol.n_steps + 1):
         if k == nxt:
             rec.add(k, W, H, None)
             nxt = rec.next_epoch()
-        if k == cfg.n_epochs:
+        if k == cfg.protocol.n_steps:
             break
-        lr = lr_at(cfg, k)
+        lr = lr_at(cfg.protocol, k)
         if k == next_check:  # shift the logits only if they may leave [-600, 600]
-            reach = _UFM_CHECK * lr * (rho + cfg.weight_decay * float(np.abs(theta).max()))
+            reach = _UFM_CHECK * lr * (rho + cfg.protocol.weight_decay * float(np.abs(theta).max()))
             bound = (math.sqrt(W.ravel() @ W.ravel()) + reach * nW_sqrt) * (
                 math.sqrt(H.ravel() @ H.ravel()) + reach * nH_sqrt
             )

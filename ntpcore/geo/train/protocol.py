@@ -1,6 +1,6 @@
 r"""The training protocol of the geometry paper [geo, Sec. 3] and what every trainer records.
 
-:class:`TrainProtocol` (the paper's defaults, declared once) and :class:`TrainerConfig` (the
+:class:`AdamWProtocol` (the paper's defaults, declared once) and :class:`TrainerConfig` (the
 protocol, the model and its architecture), the record epochs (:func:`record_epochs`), the
 learning rate at a step (:func:`lr_at`) and the recorder of the metrics and snapshots
 (:class:`Recorder`) shared by the numpy and torch trainers.
@@ -29,7 +29,7 @@ __all__ = [
     "MODELS",
     "PAPER_MILESTONES",
     "Recorder",
-    "TrainProtocol",
+    "AdamWProtocol",
     "TrainerConfig",
     "lr_at",
     "epoch_bar",
@@ -43,34 +43,34 @@ PAPER_MILESTONES = (5000, 10000, 15000, 20000, 25000)
 
 
 @dataclass(frozen=True)
-class TrainProtocol:
-    """The training protocol, declared once: defaults are the paper's [geo, Sec. 3].
+class AdamWProtocol:
+    """The paper's full-batch AdamW protocol, declared once: defaults are the paper's
+    [geo, Sec. 3].  A full-batch epoch is one optimizer step, so the paper's epochs are
+    counted here in ``n_steps`` (and the milestones in steps); the records keep the paper's
+    word (``epoch``).
 
-    Every training configuration extends it (:class:`TrainerConfig` here, the experiment and
-    figure configurations of :mod:`ntpcore.geo.experiments.training`), so its fields stay
-    flat and keep the notebooks' parameter names.
+    A part of every training configuration (:class:`TrainerConfig` here, the experiment and
+    figure configurations of :mod:`ntpcore.geo.experiments.training`): its field names are
+    the notebooks' parameter names.
     """
 
-    d: int = 128  # embedding dimension (UFM d, transformer/LSTM width)
-    n_epochs: int = 30000  # full-batch AdamW steps
+    dim: int = 128  # d: embedding dimension (UFM d, transformer/LSTM width)
+    n_steps: int = 30000  # full-batch AdamW steps (the paper's epochs)
     lr: float = 1e-4  # initial learning rate
     weight_decay: float = 1e-6  # AdamW decoupled weight decay (all parameters)
-    lr_milestones: tuple[int, ...] = PAPER_MILESTONES  # epochs where lr *= lr_gamma
+    lr_milestones: tuple[int, ...] = PAPER_MILESTONES  # steps (epochs) where lr *= lr_gamma
     lr_gamma: float = 0.4  # step-wise decay factor
-    seed: int = 0  # initialisation seed (numpy for the UFM, torch.Generator otherwise)
+    init_seed: int = 0  # initialisation seed (numpy for the UFM, torch.Generator otherwise)
     n_records: int = 60  # number of log-spaced record epochs (plus 1, 10, 100, ...)
 
     def __post_init__(self) -> None:
-        if self.n_epochs < 0 or self.d < 1 or self.lr <= 0 or self.weight_decay < 0:
-            raise DataError("need n_epochs >= 0, d >= 1, lr > 0 and weight_decay >= 0")
+        if self.n_steps < 0 or self.dim < 1 or self.lr <= 0 or self.weight_decay < 0:
+            raise DataError("need n_steps >= 0, dim >= 1, lr > 0 and weight_decay >= 0")
         object.__setattr__(self, "lr_milestones", tuple(int(k) for k in self.lr_milestones))
         _check_schedule(self)
-        post = getattr(super(), "__post_init__", None)  # next base of a combined config
-        if post is not None:
-            post()
 
 
-def _check_schedule(cfg: TrainProtocol) -> None:
+def _check_schedule(cfg: AdamWProtocol) -> None:
     """The learning-rate schedule: a finite rate and decay, a decay factor in (0, 1] (one
     below 0 makes every other phase ascend the loss), increasing non-negative milestones."""
     if not (math.isfinite(cfg.lr) and math.isfinite(cfg.weight_decay)):
@@ -83,9 +83,10 @@ def _check_schedule(cfg: TrainProtocol) -> None:
 
 
 @dataclass(frozen=True)
-class TrainerConfig(TrainProtocol):
-    """One training run: the protocol, the model and its architecture."""
+class TrainerConfig:
+    """What a trainer needs: the protocol, the model and its architecture."""
 
+    protocol: AdamWProtocol = AdamWProtocol()  # the paper's by default
     model: str = "ufm"  # ufm | transformer | lstm
     tf_layers: int = 4  # transformer blocks
     tf_heads: int = 6  # transformer attention heads
@@ -94,7 +95,6 @@ class TrainerConfig(TrainProtocol):
     dtype: str = "auto"  # auto (float64 UFM, float32 networks) | float32 | float64
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         if self.model not in MODELS:
             raise DataError(f"model must be one of {MODELS}, got {self.model!r}")
         if self.dtype not in ("auto", "float32", "float64"):
@@ -107,16 +107,17 @@ class TrainerConfig(TrainProtocol):
         return getattr(torch, self.dtype)
 
 
-def record_epochs(n_epochs: int, n_records: int = 60) -> NDArray[np.int64]:
-    """Log-spaced record epochs in [0, n_epochs], plus 1, 10, 100, ... (sorted, unique)."""
-    decades = [10**k for k in range(int(math.log10(max(n_epochs, 1))) + 1)]
-    pts = np.concatenate([log_steps(n_epochs, n_records), decades])
-    return np.unique(pts[pts <= n_epochs]).astype(np.int64)
+def record_epochs(n_steps: int, n_records: int = 60) -> NDArray[np.int64]:
+    """Log-spaced record epochs in [0, n_steps], plus 1, 10, 100, ... (sorted, unique)."""
+    decades = [10**k for k in range(int(math.log10(max(n_steps, 1))) + 1)]
+    pts = np.concatenate([log_steps(n_steps, n_records), decades])
+    return np.unique(pts[pts <= n_steps]).astype(np.int64)
 
 
-def lr_at(cfg: TrainerConfig, step: int) -> float:
+def lr_at(protocol: AdamWProtocol, step: int) -> float:
     """Learning rate of optimiser step ``step`` (0-based), as ``MultiStepLR`` gives it."""
-    return cfg.lr * cfg.lr_gamma ** sum(step >= k for k in cfg.lr_milestones)
+    lr, gamma, milestones = protocol.lr, protocol.lr_gamma, protocol.lr_milestones
+    return lr * gamma ** sum(step >= k for k in milestones)
 
 
 class Recorder:
@@ -175,7 +176,9 @@ class Recorder:
         out["epoch"] = out["epoch"].astype(np.int64)
         out["ce"] = out["ce_minus_H"] + self.H_ent
         out["entropy"] = self.H_ent
-        out.update(final, seconds=seconds, sec_per_epoch=seconds / max(cfg.n_epochs - start, 1))
+        out.update(
+            final, seconds=seconds, sec_per_epoch=seconds / max(cfg.protocol.n_steps - start, 1)
+        )
         if checkpoint is not None and checkpoint.exists():
             checkpoint.unlink()
         return out
@@ -184,7 +187,12 @@ class Recorder:
 def epoch_bar(cfg: TrainerConfig, start: int, desc: str, progress: bool) -> tqdm:
     """The bar of a training's epochs (off with ``progress=False`` or ``NTP_PROGRESS=0``)."""
     return progress_bar(
-        total=cfg.n_epochs, initial=start, desc=desc, enabled=progress, mininterval=0.5, leave=False
+        total=cfg.protocol.n_steps,
+        initial=start,
+        desc=desc,
+        enabled=progress,
+        mininterval=0.5,
+        leave=False,
     )
 
 

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from ntpcore.core.logits import ce_grad_unchecked
 from ntpcore.errors import SolverError
 from ntpcore.geo.data import ContextDataset
-from ntpcore.geo.train.protocol import TrainerConfig
+from ntpcore.geo.train.protocol import AdamWProtocol, TrainerConfig
 from ntpcore.geo.train.torch_nets import ufm_init_arrays
 
 __all__ = ["fit_ufm_ridge"]
@@ -42,7 +42,7 @@ def fit_ufm_ridge(
     V, m = ds.V, ds.m
     P, pi = ds.P, ds.pi
     nW = V * d
-    W0, H0 = ufm_init_arrays(ds, TrainerConfig(d=d, seed=seed))
+    W0, H0 = ufm_init_arrays(ds, TrainerConfig(AdamWProtocol(dim=d, init_seed=seed)))
 
     def fun(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         W, H = theta[:nW].reshape(V, d), theta[nW:].reshape(d, m)

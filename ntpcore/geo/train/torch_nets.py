@@ -34,15 +34,16 @@ def default_device() -> torch.device:
 
 
 def build_model(ds: ContextDataset, cfg: TrainerConfig) -> torch.nn.Module:
-    """The model of ``cfg`` for ``ds``, initialised from ``cfg.seed`` (CPU, cfg dtype)."""
+    """The model of ``cfg`` for ``ds``, initialised from ``cfg.protocol.init_seed`` (CPU, in
+    ``cfg``'s dtype)."""
     from ntpcore.geo.models.lstm import LSTMConfig, LSTMModel
     from ntpcore.geo.models.transformer import Transformer, TransformerConfig
     from ntpcore.geo.models.ufm import UFM
 
     if cfg.model == "ufm":  # the same initial values as train_ufm_numpy
         return UFM.from_arrays(*ufm_init_arrays(ds, cfg), dtype=cfg.torch_dtype)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    sizes = {"vocab_in": len(ds.input_vocab), "vocab_out": ds.V, "dim": cfg.d}
+    gen = torch.Generator().manual_seed(cfg.protocol.init_seed)
+    sizes = {"vocab_in": len(ds.input_vocab), "vocab_out": ds.V, "dim": cfg.protocol.dim}
     if cfg.model == "transformer":
         tcfg = TransformerConfig(**sizes, n_layers=cfg.tf_layers, n_heads=cfg.tf_heads)
         net: torch.nn.Module = Transformer(tcfg, generator=gen)
@@ -54,8 +55,8 @@ def build_model(ds: ContextDataset, cfg: TrainerConfig) -> torch.nn.Module:
 
 def ufm_init_arrays(ds: ContextDataset, cfg: TrainerConfig) -> tuple[np.ndarray, np.ndarray]:
     theta = init_ufm_state(ds, cfg)
-    nW = ds.V * cfg.d
-    return theta[:nW].reshape(ds.V, cfg.d), theta[nW:].reshape(cfg.d, ds.m)
+    nW = ds.V * cfg.protocol.dim
+    return theta[:nW].reshape(ds.V, cfg.protocol.dim), theta[nW:].reshape(cfg.protocol.dim, ds.m)
 
 
 def model_inputs(ds: ContextDataset, cfg: TrainerConfig) -> Any:
@@ -84,8 +85,8 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainerConfig) -> torch.optim.Ad
     fused = dev.type in ("cpu", "cuda")
     return torch.optim.AdamW(
         model.parameters(),
-        lr=cfg.lr,
-        weight_decay=cfg.weight_decay,
+        lr=cfg.protocol.lr,
+        weight_decay=cfg.protocol.weight_decay,
         betas=(0.9, 0.999),
         eps=1e-8,
         fused=fused,
@@ -111,7 +112,7 @@ def train_torch(
     opt = make_optimizer(model, cfg)
     x = model_inputs(ds, cfg).to(dev)
     counts_t = torch.from_numpy(ds.counts.T.astype(np.float64)).to(dev, cfg.torch_dtype)
-    rec = Recorder(ds, record_epochs(cfg.n_epochs, cfg.n_records))
+    rec = Recorder(ds, record_epochs(cfg.protocol.n_steps, cfg.protocol.n_records))
     start = 0
     if checkpoint is not None and checkpoint.exists():
         state = torch.load(checkpoint, map_location=dev, weights_only=True)
@@ -146,14 +147,14 @@ def train_torch(
     t0 = last_save = time.perf_counter()
     bar = epoch_bar(cfg, start, cfg.model, progress)
     nxt = rec.next_epoch()
-    for k in range(start, cfg.n_epochs):
+    for k in range(start, cfg.protocol.n_steps):
         feats = model.features(x)  # (m, d)
         if k == nxt:
             snapshot(k, feats)
             nxt = rec.next_epoch()
         loss = summed_loss(model.output(feats), counts_t)
         for group in opt.param_groups:
-            group["lr"] = lr_at(cfg, k)
+            group["lr"] = lr_at(cfg.protocol, k)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -167,8 +168,8 @@ def train_torch(
     seconds = time.perf_counter() - t0
     with torch.no_grad():
         feats = model.features(x)
-    if nxt == cfg.n_epochs:
-        snapshot(cfg.n_epochs, feats)
+    if nxt == cfg.protocol.n_steps:
+        snapshot(cfg.protocol.n_steps, feats)
     b = model.output_bias
     return rec.finish(
         cfg,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ntpcore.core.logits import support_of
-from ntpcore.lin.loss import ce_excess
+from ntpcore.lin.loss import ce_excess_W
 from ntpcore.lin.subspace import data_subspace, finite_component, row_space_projector
 from ntpcore.lin.svm_problem import margins
 
@@ -54,7 +54,7 @@ def solution_facts(
     PH = row_space_projector(H)
     gamma = np.arange(0.0, 21.0, 1.0)  # beyond ~25, CE - H is below double precision
     pi = np.full(S.shape[1], 1.0 / S.shape[1]) if pi is None else np.asarray(pi, dtype=float)
-    gap = np.array([ce_excess(W_star + g * W_mm, H, P, pi) for g in gamma])
+    gap = np.array([ce_excess_W(W_star + g * W_mm, H, P, pi) for g in gamma])
     M = np.sqrt(2.0) * float(np.linalg.norm(H, axis=0).max())
     return {
         "W_star": W_star,

@@ -86,7 +86,7 @@ def crossing(x: np.ndarray, p: np.ndarray, level: float = 0.5) -> float:
 class PhasePointConfig:
     """One point of the phase diagram: n_trials Gaussian instances at (V, S, m, d)."""
 
-    seed: int
+    trial_seed: int
     vocab_size: int
     support_size: int
     n_contexts: int
@@ -97,7 +97,7 @@ class PhasePointConfig:
 @cached
 def run_phase_point(cfg: PhasePointConfig) -> dict:
     ss = np.random.SeedSequence(
-        [cfg.seed, cfg.vocab_size, cfg.support_size, cfg.n_contexts, cfg.dim]
+        [cfg.trial_seed, cfg.vocab_size, cfg.support_size, cfg.n_contexts, cfg.dim]
     ).spawn(cfg.n_trials)
     V, S, m, d = cfg.vocab_size, cfg.support_size, cfg.n_contexts, cfg.dim
     n_sep = n_compat = n_fail = 0
@@ -128,7 +128,7 @@ class PhaseConfig:
     Beyond the paper: the threshold left open in [lin, Remark 1, Sec. 7].
     """
 
-    seed: int = 0
+    trial_seed: int = 0  # base seed: point (V, S, m, d) uses SeedSequence([trial_seed, V, S, m, d])
     vocab_size: int = 10
     support_sizes: tuple[int, ...] = (1, 2, 3, 6)
     onehot_vocab_sizes: tuple[int, ...] = (2, 3, 5, 20)
@@ -177,7 +177,7 @@ def run_phase(
     curves += [(V, 1) for V in cfg.onehot_vocab_sizes]
     curves = list(dict.fromkeys(curves))  # one curve per (V, S), even if listed twice
     points = [
-        PhasePointConfig(cfg.seed, V, S, cfg.n_contexts, int(d), cfg.n_trials)
+        PhasePointConfig(cfg.trial_seed, V, S, cfg.n_contexts, int(d), cfg.n_trials)
         for V, S in curves
         for d in dims
     ]

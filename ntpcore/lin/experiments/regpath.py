@@ -13,13 +13,13 @@ import numpy as np
 from ntpcore.core.cache import cached
 from ntpcore.core.metrics import cos
 from ntpcore.lin.experiments.synthetic import (
+    InitAndRecording,
     SupportConfig,
-    TrainProtocol,
     run_config,
     synthetic_data,
     train_run,
 )
-from ntpcore.lin.loss import ce_excess
+from ntpcore.lin.loss import ce_excess_W
 from ntpcore.lin.regpath import regularization_path
 from ntpcore.lin.training import solution_pair
 
@@ -27,7 +27,7 @@ __all__ = ["RegPathConfig", "genie_gaps", "run_reg_path"]
 
 
 @dataclass(frozen=True)
-class RegPathConfig(TrainProtocol, SupportConfig):
+class RegPathConfig(InitAndRecording, SupportConfig):
     """Regularization path (Theorem 1) with the GD path overlaid against the norm."""
 
     radii: tuple[float, ...] = (
@@ -47,7 +47,7 @@ class RegPathConfig(TrainProtocol, SupportConfig):
         80.0,
     )
     init: str = "zero"
-    step_size: float = 0.5
+    lr: float = 0.5
     n_steps: int = 300_000
     n_records: int = 80
 
@@ -69,7 +69,7 @@ def run_reg_path(cfg: RegPathConfig) -> dict:
         "path_cos": np.array([cos(w, Wmm) for w in W]),
         "path_cos_corr": np.array([cos(w - Ws, Wmm) for w in W]),
         "path_rel_dist_F": np.array([np.linalg.norm(F.project(w) - Ws) / ns for w in W]),
-        "path_gap": np.array([ce_excess(w, data.H, data.P, data.pi) for w in W]),
+        "path_gap": np.array([ce_excess_W(w, data.H, data.P, data.pi) for w in W]),
         "norm_mm": pair["svm"].norm,
         "norm_star": ns,
     }
@@ -97,5 +97,5 @@ def genie_gaps(cfg: SupportConfig, radii) -> np.ndarray:
             out.append(np.nan)
             continue
         R = np.sqrt(B**2 - ns**2) / nm
-        out.append(ce_excess(Ws + R * Wmm, data.H, data.P, data.pi))
+        out.append(ce_excess_W(Ws + R * Wmm, data.H, data.P, data.pi))
     return np.asarray(out)

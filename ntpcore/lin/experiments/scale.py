@@ -4,7 +4,7 @@ On NTP_H-compatible (Def. 1) and NTP-separable (Def. 2) data, GD and NGD from ze
 :math:`\cos(W_k, W^{\mathrm{mm}})\to 1` and :math:`P_F(W_k)\to W^\star` [lin, Thm. 2].
 :func:`run_lin_scale` (figure ``perf-lin-scale``) checks this at a size that a generic conic
 solver cannot reach.  The NTP-SVM is solved by
-the specialised dual solver (:func:`ntpcore.lin.svm.ntp_svm_solve`, dual coordinate
+the specialised dual solver (:func:`ntpcore.lin.svm.solve_ntp_svm`, dual coordinate
 descent when d < m), the finite component by :func:`ntpcore.lin.finite_component_info`,
 and (normalised) GD runs from zero through :func:`ntpcore.lin.train_ntp`, which records
 the metrics of the paper's Fig. 4 (:func:`ntpcore.lin.train_metrics`).
@@ -21,7 +21,7 @@ from ntpcore.core.cache import cached
 from ntpcore.core.optim import log_steps
 from ntpcore.lin.experiments.synthetic import SupportConfig, synthetic_data
 from ntpcore.lin.subspace import finite_component_info, require_compatible
-from ntpcore.lin.svm import ntp_svm_solve
+from ntpcore.lin.svm import solve_ntp_svm
 from ntpcore.lin.training import train_ntp
 
 __all__ = ["ScaleConfig", "run_lin_scale"]
@@ -36,7 +36,7 @@ class ScaleConfig(SupportConfig):
     vocab_size: int = 1000
     support_size: int = 3
     optimizer: str = "gd"  # "gd" (Theorem 2) | "ngd", from W_0 = 0
-    step_size: float = 0.5  # eta
+    lr: float = 0.5  # eta
     n_steps: int = 3000  # optimizer steps
     n_records: int = 40  # recorded iterates, log-spaced
 
@@ -47,7 +47,7 @@ def run_lin_scale(cfg: ScaleConfig) -> dict:
     t0 = time.perf_counter()
     data = synthetic_data(cfg)
     t = time.perf_counter()
-    svm = ntp_svm_solve(data.H, data.S)
+    svm = solve_ntp_svm(data.H, data.S)
     t_svm = time.perf_counter() - t
     t = time.perf_counter()
     fc = require_compatible(finite_component_info(data.H, data.P))
@@ -57,7 +57,7 @@ def run_lin_scale(cfg: ScaleConfig) -> dict:
     tr = train_ntp(
         data,
         optimizer=cfg.optimizer,
-        eta=cfg.step_size,
+        eta=cfg.lr,
         n_steps=cfg.n_steps,
         init="zero",
         record_steps=log_steps(cfg.n_steps, cfg.n_records),

@@ -14,24 +14,24 @@ from ntpcore.core.optim import init_weights, log_steps, train
 from ntpcore.core.sweep import map_runs
 from ntpcore.lin.experiments.synthetic import (
     DataConfig,
+    InitAndRecording,
     RunConfig,
-    TrainProtocol,
     run_config,
     synthetic_data,
     train_run,
 )
-from ntpcore.lin.loss import ce_excess, make_loss_grad
+from ntpcore.lin.loss import ce_excess_W, make_loss_grad
 from ntpcore.lin.subspace import finite_component_info
 
 __all__ = ["SparsityConfig", "run_full_support", "run_sparsity", "sparsity_point"]
 
 
 @dataclass(frozen=True)
-class SparsityConfig(TrainProtocol, DataConfig):
+class SparsityConfig(InitAndRecording, DataConfig):
     """Support-size sweep from one-hot [lin, Remark 1] to full support (beyond the paper)."""
 
     support_sizes: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 9, 10)
-    step_size: float = 0.5
+    lr: float = 0.5
     n_steps: int = 100_000
 
 
@@ -99,7 +99,7 @@ def run_full_support(cfg: RunConfig) -> dict:
     def metrics(W):
         WF = F.project(W)
         return {
-            "gap": ce_excess(W, data.H, data.P, data.pi),
+            "gap": ce_excess_W(W, data.H, data.P, data.pi),
             "rel_dist_F": float(np.linalg.norm(WF - Ws)) / ns,
             "norm_perp": float(np.linalg.norm(W - WF)),
             "perp_drift": float(np.linalg.norm(W - WF - perp0)),
@@ -110,7 +110,7 @@ def run_full_support(cfg: RunConfig) -> dict:
         make_loss_grad(data.H, data.P, data.pi),
         W0,
         optimizer="gd",
-        eta=cfg.step_size,
+        eta=cfg.lr,
         n_steps=cfg.n_steps,
         record_steps=log_steps(cfg.n_steps, cfg.n_records),
         metrics=metrics,

@@ -2,7 +2,7 @@ r"""GD, NGD and Adam on the synthetic data of App. A.2 of the linear paper (key 
 Figs. 3-5.
 
 The configurations are composed: :class:`DataConfig` / :class:`SupportConfig` (the data)
-and :class:`TrainProtocol` (initialisation and recording), plus each figure's own fields.
+and :class:`InitAndRecording` (initialisation and recording), plus each figure's own fields.
 :class:`RunConfig` is one training run (shared by Figs. 4-5 and the sweeps), built from a
 figure's configuration by :func:`run_config` and computed (cached) by :func:`train_run`.
 Defaults follow App. A and, where it is silent, our choices: Gaussian embeddings,
@@ -22,7 +22,7 @@ from ntpcore.lin.data import NTPData, make_synthetic
 from ntpcore.lin.experiments.measures import solution_facts
 from ntpcore.lin.experiments.runs import run_draws, trained_result
 from ntpcore.lin.loss import smoothness_bound
-from ntpcore.lin.svm import ntp_svm_solve
+from ntpcore.lin.svm import solve_ntp_svm
 from ntpcore.lin.training import solution_pair, train_ntp
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
     "OptimizersConfig",
     "RunConfig",
     "SupportConfig",
-    "TrainProtocol",
+    "InitAndRecording",
     "run_config",
     "run_dists",
     "run_gd",
@@ -49,7 +49,7 @@ __all__ = [
 class DataConfig:
     """The synthetic data of App. A.2, up to the support size (Gaussian embeddings, ...)."""
 
-    seed: int = 0  # seed of the embeddings, supports and probabilities
+    data_seed: int = 0  # seed of the embeddings, supports and probabilities
     n_contexts: int = 50  # m: distinct contexts
     dim: int = 60  # d: embedding dimension (d > m => NTP-separable, Lemma 1)
     vocab_size: int = 10  # V
@@ -65,8 +65,9 @@ class SupportConfig(DataConfig):
 
 
 @dataclass(frozen=True)
-class TrainProtocol:
-    """The training protocol of App. A.2: initialisation and recording schedule."""
+class InitAndRecording:
+    """What every training run of App. A.2 shares: the initialisation :math:`W_0` (its law
+    and seed), the number of optimizer steps and the recorded iterates."""
 
     init: str = "lecun"  # W_0: "lecun" N(0, 1/d) entries (App. A.2) or "zero"
     init_seed: int = 0  # seed of W_0
@@ -81,7 +82,7 @@ def synthetic_data(cfg: SupportConfig) -> NTPData:
         d=cfg.dim,
         V=cfg.vocab_size,
         S=cfg.support_size,
-        seed=cfg.seed,
+        seed=cfg.data_seed,
         emb=cfg.emb,
         prob=cfg.prob,
     )
@@ -90,7 +91,7 @@ def synthetic_data(cfg: SupportConfig) -> NTPData:
 def synthetic_facts(cfg: SupportConfig) -> dict:
     """:func:`solution_facts` on the A.2 synthetic set of ``cfg``."""
     data = synthetic_data(cfg)
-    W_mm = ntp_svm_solve(data.H, data.S).W_mm
+    W_mm = solve_ntp_svm(data.H, data.S).W_mm
     return solution_facts(data.H, data.P, W_mm, data.pi)
 
 
@@ -104,23 +105,23 @@ class DistsConfig(SupportConfig):
 @cached
 def run_dists(cfg: DistsConfig) -> dict:
     data = synthetic_data(cfg)
-    rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 3]))
+    rng = np.random.default_rng(np.random.SeedSequence([cfg.data_seed, 3]))
     shown = np.sort(rng.choice(cfg.n_contexts, min(cfg.n_shown, cfg.n_contexts), replace=False))
     return {"P": data.P, "shown": shown.astype(np.int64), "entropy": data.entropy}
 
 
 @dataclass(frozen=True)
-class RunConfig(TrainProtocol, SupportConfig):
+class RunConfig(InitAndRecording, SupportConfig):
     """One training run on the A.2 data (shared by Figs. 4-5 and the sweeps)."""
 
     optimizer: str = "gd"  # "gd" | "ngd" | "adam"
-    step_size: float = 0.5  # eta
+    lr: float = 0.5  # eta
     beta1: float = 0.9  # Adam only
     beta2: float = 0.99  # Adam only
     eps: float = 1e-8  # Adam only
 
 
-def run_config(cfg: TrainProtocol, **own) -> RunConfig:
+def run_config(cfg: InitAndRecording, **own) -> RunConfig:
     """The training run of a figure's config: the fields it shares with a run, then ``own``."""
     names = {f.name for f in fields(RunConfig)}
     shared = {k: v for k, v in asdict(cfg).items() if k in names}
@@ -135,7 +136,7 @@ def train_run(cfg: RunConfig) -> dict:
     tr = train_ntp(
         data,
         optimizer=cfg.optimizer,
-        eta=cfg.step_size,
+        eta=cfg.lr,
         n_steps=cfg.n_steps,
         init=cfg.init,
         init_seed=cfg.init_seed,
@@ -151,10 +152,10 @@ def train_run(cfg: RunConfig) -> dict:
 
 
 @dataclass(frozen=True)
-class GDConfig(TrainProtocol, SupportConfig):
+class GDConfig(InitAndRecording, SupportConfig):
     """Fig. 4: GD on the A.2 data."""
 
-    step_size: float = 0.5  # eta
+    lr: float = 0.5  # eta
 
 
 def run_gd(cfg: GDConfig) -> dict:
@@ -173,28 +174,28 @@ def run_gd_seeds(
     initialisation seed ``s``.  Same outputs and executors as :func:`run_toy_seeds`; here
     :math:`W^{\mathrm{mm}}` changes with the draw too (new embeddings and supports)."""
     seeds = [int(s) for s in seeds]
-    cfgs = [run_config(replace(cfg, seed=s, init_seed=s), optimizer="gd") for s in seeds]
+    cfgs = [run_config(replace(cfg, data_seed=s, init_seed=s), optimizer="gd") for s in seeds]
     return run_draws(train_run, cfgs, seeds, "A.2 draws", progress, n_workers, scheduler)
 
 
 @dataclass(frozen=True)
-class OptimizersConfig(TrainProtocol, SupportConfig):
+class OptimizersConfig(InitAndRecording, SupportConfig):
     """Fig. 5: NGD and Adam on the A.2 data (GD as a reference)."""
 
-    ngd_step_size: float = 0.01
-    adam_step_size: float = 0.01
+    ngd_lr: float = 0.01
+    adam_lr: float = 0.01
     beta1: float = 0.9
     beta2: float = 0.99
     eps: float = 1e-8
-    gd_step_size: float = 0.5
+    gd_lr: float = 0.5
 
 
 def run_optimizers(cfg: OptimizersConfig) -> dict[str, dict]:
     """{'gd': ..., 'ngd': ..., 'adam': ...}, each the output of :func:`train_run`."""
     return {
-        "gd": train_run(run_config(cfg, optimizer="gd", step_size=cfg.gd_step_size)),
-        "ngd": train_run(run_config(cfg, optimizer="ngd", step_size=cfg.ngd_step_size)),
-        "adam": train_run(run_config(cfg, optimizer="adam", step_size=cfg.adam_step_size)),
+        "gd": train_run(run_config(cfg, optimizer="gd", lr=cfg.gd_lr)),
+        "ngd": train_run(run_config(cfg, optimizer="ngd", lr=cfg.ngd_lr)),
+        "adam": train_run(run_config(cfg, optimizer="adam", lr=cfg.adam_lr)),
     }
 
 
@@ -211,12 +212,11 @@ def run_optimizers_seeds(
     seed ``s``, initialisation seed ``s``).  The GD runs are those of Fig. 4 when the
     settings agree, so the two figures can show the same draw."""
     seeds = [int(s) for s in seeds]
-    steps = {"gd": cfg.gd_step_size, "ngd": cfg.ngd_step_size, "adam": cfg.adam_step_size}
+    steps = {"gd": cfg.gd_lr, "ngd": cfg.ngd_lr, "adam": cfg.adam_lr}
     out = {}
     for opt, eta in steps.items():
         cfgs = [
-            run_config(replace(cfg, seed=s, init_seed=s), optimizer=opt, step_size=eta)
-            for s in seeds
+            run_config(replace(cfg, data_seed=s, init_seed=s), optimizer=opt, lr=eta) for s in seeds
         ]
         out[opt] = run_draws(
             train_run, cfgs, seeds, f"A.2 draws ({opt})", progress, n_workers, scheduler

@@ -23,7 +23,7 @@ __all__ = ["ToyConfig", "ToyGDConfig", "run_toy", "run_toy_gd", "run_toy_seeds",
 class ToyConfig:
     """The 2-D toy of Figs. 1-2 (embeddings and probabilities are our choices)."""
 
-    seed: int = 0  # seed of the Dirichlet(1) probability draws
+    data_seed: int = 0  # seed of the Dirichlet(1) probability draws
     angle_a: float = 10.0  # angle (degrees) of the embedding of context A
     angle_b: float = 100.0  # angle of context B
     angle_c: float = 260.0  # angle of context C
@@ -32,7 +32,7 @@ class ToyConfig:
 
 def toy_data(cfg) -> NTPData:
     return make_toy(
-        cfg.seed,
+        cfg.data_seed,
         angles_deg=(cfg.angle_a, cfg.angle_b, cfg.angle_c),
         target_entropy=cfg.target_entropy,
     )
@@ -63,7 +63,7 @@ class ToyGDConfig(ToyConfig):
     """GD on the toy (Fig. 1, right)."""
 
     init: str = "zero"  # the paper's checklist: "starting from zero initialization"
-    step_size: float = 0.5
+    lr: float = 0.5
     n_steps: int = 10_000
     n_records: int = 60
 
@@ -75,10 +75,10 @@ def run_toy_gd(cfg: ToyGDConfig) -> dict:
     tr = train_ntp(
         data,
         optimizer="gd",
-        eta=cfg.step_size,
+        eta=cfg.lr,
         n_steps=cfg.n_steps,
         init=cfg.init,
-        init_seed=cfg.seed,
+        init_seed=cfg.data_seed,
         record_steps=log_steps(cfg.n_steps, cfg.n_records),
         pair=pair,
     )
@@ -95,7 +95,7 @@ def run_toy_seeds(
 ) -> dict:
     r"""GD on the toy for several probability draws: the spread of the key quantities.
 
-    One cached :func:`run_toy_gd` per seed (``cfg`` with its ``seed`` replaced), run through
+    One cached :func:`run_toy_gd` per seed (``cfg`` with its ``data_seed`` replaced), run through
     :func:`ntpcore.core.sweep.map_runs` (in-process, ``n_workers`` local processes or a
     ``dask.distributed`` scheduler; none of them changes what is computed).  Returns, per
     draw, the recorded curves ``<key>_curves`` (draws x records, at ``steps``) and their last
@@ -106,5 +106,5 @@ def run_toy_seeds(
     monotone over the record, and ``median_seed``: the draw whose final cosine is the median.
     """
     seeds = [int(s) for s in seeds]
-    cfgs = [replace(cfg, seed=s) for s in seeds]
+    cfgs = [replace(cfg, data_seed=s) for s in seeds]
     return run_draws(run_toy_gd, cfgs, seeds, "toy draws", progress, n_workers, scheduler)

@@ -177,4 +177,4 @@ def test_a_schedule_that_would_ascend_is_refused(change, message):
     from ntpcore.errors import DataError
 
     with pytest.raises(DataError, match=message):
-        gt.TrainerConfig(**change)
+        gt.AdamWProtocol(**change)

@@ -30,6 +30,7 @@ from ntpcore.att.finite import finite_component
 from ntpcore.att.linalg import check_embeddings
 from ntpcore.att.priority import SCCStructure, scc_structures, token_priority_graphs
 from ntpcore.att.svm import graph_svm
+from ntpcore.core.validate import as_float_array, as_index_array, check_number
 from ntpcore.errors import DataError
 
 
@@ -61,12 +62,14 @@ class AutomatonOutput:
 def build_automaton(E, tokens, labels, *, W_svm=None, W_fin=None) -> Automaton:
     """Automaton of a training set (computes W^svm and W^fin unless given)."""
     E = check_embeddings(E)
-    K = E.shape[0]
+    K, d = E.shape
     graphs = token_priority_graphs(tokens, labels, K)
     if W_svm is None:
         W_svm = graph_svm(E, tokens, labels)
     if W_fin is None:
         W_fin = finite_component(E, tokens, labels, graphs=graphs)
+    W_svm = as_float_array(W_svm, "W_svm", shape=(d, d))
+    W_fin = as_float_array(W_fin, "W_fin", shape=(d, d))
     last = frozenset(int(k) for k in np.asarray(tokens)[:, -1])
     return Automaton(
         E=E,
@@ -81,9 +84,13 @@ def _token_ids(sequence) -> NDArray[np.int64]:
     """Token ids from a sequence of integers or a string such as ``"0, 1, 4"``."""
     items = sequence.replace(",", " ").split() if isinstance(sequence, str) else sequence
     try:
-        arr = np.asarray(items, dtype=object).ravel()
+        arr = np.asarray(items, dtype=object)
     except (TypeError, ValueError) as exc:
         raise DataError(f"a sequence of token ids is expected, got {sequence!r}") from exc
+    if arr.ndim != 1:
+        raise DataError(
+            f"one sequence of token ids is expected (1-D), got shape {arr.shape}: {sequence!r}"
+        )
     bad = []
     ids = []
     for t in arr:
@@ -91,7 +98,7 @@ def _token_ids(sequence) -> NDArray[np.int64]:
             v = int(t)
             if v != float(t):
                 raise ValueError
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             bad.append(t)
             continue
         ids.append(v)
@@ -111,6 +118,7 @@ def automaton_predict(auto: Automaton, sequence, *, tol: float = 1e-6) -> Automa
     never constrains): the theory then leaves retrieval to finite remainders.
     """
     seq = _token_ids(sequence)
+    tol = check_number(tol, "tol", lo=0)
     K = auto.E.shape[0]
     if seq.size == 0:
         raise DataError("the sequence is empty: type at least one token id")
@@ -168,9 +176,13 @@ def automaton_predict(auto: Automaton, sequence, *, tol: float = 1e-6) -> Automa
 def model_output(W, E, sequences) -> NDArray[np.float64]:
     """Identity-head output :math:`f_W(X)` (n, K): attention mass on each vocabulary token."""
     E = check_embeddings(E)
-    tok = np.atleast_2d(np.asarray(sequences, dtype=np.int64))
+    K, d = E.shape
+    tok = np.atleast_2d(as_index_array(sequences, "sequences", ndim=(1, 2), size=K))
+    if tok.shape[1] == 0:
+        raise DataError("the sequences are empty")
     X = E[tok]  # (n, T, d)
-    z = np.einsum("ntd,de,ne->nt", X, np.asarray(W, float), X[:, -1])
+    W = as_float_array(W, "W", shape=(d, d))
+    z = np.einsum("ntd,de,ne->nt", X, W, X[:, -1])
     s = np.exp(z - z.max(axis=1, keepdims=True))
     s /= s.sum(axis=1, keepdims=True)
     out = np.zeros((tok.shape[0], E.shape[0]))
@@ -179,6 +191,11 @@ def model_output(W, E, sequences) -> NDArray[np.float64]:
 
 
 def total_variation(p, q) -> NDArray[np.float64] | float:
-    """Total-variation distance ``0.5 * sum |p - q|`` along the last axis."""
-    out = 0.5 * np.abs(np.asarray(p, float) - np.asarray(q, float)).sum(axis=-1)
+    """Total-variation distance ``0.5 * sum |p - q|`` along the last axis (``p`` and ``q``
+    of one shape, non-negative)."""
+    p = as_float_array(p, "p")
+    q = as_float_array(q, "q", shape=p.shape)
+    if np.any(p < 0) or np.any(q < 0):
+        raise DataError("p and q must be distributions (non-negative entries)")
+    out = 0.5 * np.abs(p - q).sum(axis=-1)
     return float(out) if np.ndim(out) == 0 else out

@@ -23,25 +23,33 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ntpcore.att.priority import is_acyclic, scc_structures, token_priority_graphs
-from ntpcore.errors import DataError
+from ntpcore.core.validate import as_index_array, check_choice, check_number
+from ntpcore.errors import DataError, ParameterError
+
+#: kinds of :func:`unit_embeddings`
+EMBEDDINGS = ("gaussian", "orthonormal")
 
 
 def unit_embeddings(rng: np.random.Generator, K: int, d: int, kind: str = "gaussian"):
     """Token embeddings E (K, d): unit-norm Gaussian rows, or orthonormal rows (K <= d)."""
+    K = check_number(K, "K", lo=1, integer=True)
+    d = check_number(d, "d", lo=1, integer=True)
+    check_choice(kind, "embeddings kind", EMBEDDINGS)
     if kind == "gaussian":
         E = rng.standard_normal((K, d))
         return E / np.linalg.norm(E, axis=1, keepdims=True)
-    if kind == "orthonormal":
-        if K > d:
-            raise DataError(f"orthonormal embeddings need K <= d, got K={K}, d={d}")
-        Q, R = np.linalg.qr(rng.standard_normal((d, d)))
-        Q = Q * np.sign(np.diag(R))  # Haar-distributed orthogonal matrix
-        return Q[:K].copy()
-    raise DataError(f"embedding kind must be 'gaussian' or 'orthonormal', got {kind!r}")
+    if K > d:
+        raise ParameterError(f"orthonormal embeddings need K <= d, got K={K}, d={d}")
+    Q, R = np.linalg.qr(rng.standard_normal((d, d)))
+    Q = Q * np.sign(np.diag(R))  # Haar-distributed orthogonal matrix
+    return Q[:K].copy()
 
 
 def random_sequences(rng: np.random.Generator, n: int, T: int, K: int) -> NDArray[np.int64]:
     """Token ids (n, T): distinct tokens when T <= K, else a permutation then T-K repeats."""
+    n = check_number(n, "n", lo=1, integer=True)
+    T = check_number(T, "T", lo=1, integer=True)
+    K = check_number(K, "K", lo=1, integer=True)
     if T <= K:
         return np.argsort(rng.random((n, K)), axis=1)[:, :T].astype(np.int64)
     perm = np.argsort(rng.random((n, K)), axis=1)
@@ -51,7 +59,9 @@ def random_sequences(rng: np.random.Generator, n: int, T: int, K: int) -> NDArra
 
 def random_labels(rng: np.random.Generator, tokens) -> NDArray[np.int64]:
     """Labels uniform over the distinct tokens of each sequence, ``y_i ~ Unif(V_i)``."""
-    tok = np.asarray(tokens)
+    tok = as_index_array(tokens, "tokens", ndim=2)
+    if tok.shape[1] == 0:
+        raise DataError("tokens must have at least one position")
     out = np.empty(tok.shape[0], dtype=np.int64)
     for i, seq in enumerate(tok):
         V = np.unique(seq)
@@ -97,8 +107,13 @@ def sample_dataset(
     ------
     DataError  if no admissible draw is found within ``max_draws``.
     """
-    if graph not in ("any", "acyclic", "cyclic"):
-        raise DataError(f"graph must be 'any', 'acyclic' or 'cyclic', got {graph!r}")
+    check_choice(graph, "graph", ("any", "acyclic", "cyclic"))
+    check_choice(embeddings, "embeddings", EMBEDDINGS)
+    n = check_number(n, "n", lo=1, integer=True)
+    T = check_number(T, "T", lo=1, integer=True)
+    K = check_number(K, "K", lo=1, integer=True)
+    d = check_number(d, "d", lo=1, integer=True)
+    max_draws = check_number(max_draws, "max_draws", lo=1, integer=True)
     for draw in range(max_draws):
         tok = random_sequences(rng, n, T, K)
         lab = random_labels(rng, tok)
@@ -134,6 +149,6 @@ TOYS: dict[str, tuple[list[list[int]], list[int], int]] = {
 def toy_dataset(name: str) -> AttDataset:
     """One of :data:`TOYS` with orthonormal embeddings ``E = I_K``."""
     if name not in TOYS:
-        raise DataError(f"unknown toy {name!r}; choose from {sorted(TOYS)}")
+        raise ParameterError(f"unknown toy {name!r}; choose from {sorted(TOYS)}")
     tok, lab, K = TOYS[name]
     return AttDataset(E=np.eye(K), tokens=np.array(tok, np.int64), labels=np.array(lab, np.int64))

@@ -18,8 +18,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 import ntpcore.att.compiled as compiled
-from ntpcore.att.dynamics import AttentionProblem, attention_weights, loss_grad
+from ntpcore.att.dynamics import AttentionProblem, _attention_weights, _loss_grad, check_weights
 from ntpcore.att.kernel import CHUNK, Kernel, freeze_stationary, loop_compiled
+from ntpcore.core.validate import check_number, check_numbers
 from ntpcore.errors import DataError
 
 __all__ = ["Descent", "descend", "run_descent"]
@@ -56,6 +57,17 @@ def _identity_log_loss(e, P: AttentionProblem, SS, sel) -> NDArray[np.float64]:
     w = P.weight[sel][:, :, None]  # (len(sel), n, 1)
     per[:] = np.where(w.transpose(0, 2, 1) != 0, per, 0.0)  # dropped samples count 0
     return np.matmul(per, w)[..., 0]
+
+
+def _check_eta(eta, batch: int):
+    """The step size(s): one positive finite number, or one per problem of the batch (B,).
+    (A negative step ascends, a NaN one returns NaN trajectories.)"""
+    if np.ndim(eta) == 0:
+        return check_number(eta, "eta", lo=0, lo_open=True)
+    values = check_numbers(eta, "eta", lo=0, lo_open=True)
+    if values.size != batch:
+        raise DataError(f"eta must be a number or one per problem ({batch}), got {values.size}")
+    return values
 
 
 def descend(
@@ -101,12 +113,16 @@ def descend(
                              steps only.  (Long runs are measured in buffers that stay in
                              cache, and nothing of the size of the trajectory is allocated.)
     """
-    W0 = np.asarray(W0, dtype=float)
+    W0 = check_weights(W0, P)
     if W0.shape != (P.batch, P.d, P.d):
         raise DataError(f"W0 must have shape {(P.batch, P.d, P.d)}, got {W0.shape}")
-    steps = np.arange(n_steps + 1) if record is None else np.unique(np.asarray(record, int))
-    if steps.size == 0 or steps[0] < 0 or steps[-1] > n_steps:
-        raise DataError("recorded steps must lie in [0, n_steps]")
+    eta = _check_eta(eta, P.batch)
+    n_steps = check_number(n_steps, "n_steps", lo=0, integer=True)
+    eps = check_number(eps, "eps", lo=0)
+    if record is None:
+        steps = np.arange(n_steps + 1)
+    else:
+        steps = np.unique(check_numbers(record, "record", lo=0, hi=n_steps, integer=True))
     if (P.head, P.loss) == ("identity", "squared"):
         res = _descend_loss_grad(W0, P, eta, n_steps, normalized, steps, eps, loss, attention)
         if on_chunk is None:
@@ -158,7 +174,7 @@ def descend(
                 losses = _identity_log_loss(erec[rows, :c], P, ker.SS, sel).T
             else:
                 Psel = _select(P, sel)
-                losses = np.array([loss_grad(Wr[sel], Psel, need_grad=False)[0] for Wr in W])
+                losses = np.array([_loss_grad(Wr[sel], Psel, need_grad=False)[0] for Wr in W])
         res = Descent(steps[base : base + c], W, losses, att)
         if on_chunk is None:
             chunks.append(res)
@@ -244,16 +260,16 @@ def _descend_loss_grad(W0, P, eta, n_steps, normalized, steps, eps, loss, attent
             traj[r] = W
         if tau == n_steps:
             if rec:
-                losses[r] = loss_grad(W, P, need_grad=False)[0]
+                losses[r] = _loss_grad(W, P, need_grad=False)[0]
             break
-        L, G = loss_grad(W, P)
+        L, G = _loss_grad(W, P)
         if rec:
             losses[r] = L
             r += 1
         if normalized:
             G = G / (np.sqrt(np.sum(G * G, axis=(-2, -1), keepdims=True)) + eps)
         W -= eta_b * G
-    att = attention_weights(traj, P) if attention else None
+    att = _attention_weights(traj, P) if attention else None
     return Descent(steps, traj, losses if loss else None, att)
 
 

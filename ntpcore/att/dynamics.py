@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ntpcore.errors import DataError
+from ntpcore.core.validate import as_float_array
+from ntpcore.errors import DataError, ParameterError
 
 __all__ = [
     "AttentionProblem",
@@ -108,11 +109,11 @@ def make_problem(
     if not isinstance(loss, str):
         losses = tuple(str(lo) for lo in loss)
         if head != "general" or not losses or any(lo not in ("ce", "squared") for lo in losses):
-            raise DataError(f"per-problem losses need the general head and ce/squared: {loss}")
+            raise ParameterError(f"per-problem losses need the general head and ce/squared: {loss}")
         loss, losses = (losses[0], None) if len(set(losses)) == 1 else ("per-problem", losses)
     elif (head, loss) not in HEAD_LOSSES:
-        raise DataError(f"(head, loss) must be one of {HEAD_LOSSES}, got {(head, loss)}")
-    E = np.asarray(E, dtype=float)
+        raise ParameterError(f"(head, loss) must be one of {HEAD_LOSSES}, got {(head, loss)}")
+    E = as_float_array(E, "E")
     tok = np.asarray(tokens)
     lab = np.asarray(labels)
     if tok.ndim == 2:
@@ -134,9 +135,15 @@ def make_problem(
     X = np.take_along_axis(E[:, None], tok[..., None], axis=2)  # (B, n, T, d)
     label_pos = tok == lab[..., None]
     m = np.ones(tok.shape, bool) if mask is None else np.asarray(mask, bool)
-    w = np.full((B, n), 1.0 / n) if sample_weight is None else np.asarray(sample_weight, float)
+    w = (
+        np.full((B, n), 1.0 / n)
+        if sample_weight is None
+        else as_float_array(sample_weight, "sample_weight")
+    )
     if m.shape != tok.shape or w.shape != (B, n):
         raise DataError("mask must have the shape of tokens and sample_weight that of labels")
+    if np.any(w < 0):
+        raise DataError("sample_weight has negative entries")
     active = w != 0
     if head == "identity" and np.any(active & ~np.any(label_pos & m, axis=-1)):
         raise DataError(
@@ -166,9 +173,30 @@ def _scores(W, P: AttentionProblem) -> NDArray[np.float64]:
     return np.matmul(P.X, u[..., None])[..., 0] + P.bias  # (B, n, T)
 
 
+def check_weights(W, P: AttentionProblem, *, trajectory: bool = False) -> NDArray[np.float64]:
+    """``W`` as finite float64 weights of ``P``: (d, d), (B, d, d) (B the batch, or 1) or, with
+    ``trajectory``, (S, B, d, d); a :class:`DataError` otherwise."""
+    if not isinstance(P, AttentionProblem):
+        raise DataError(f"P must be an AttentionProblem (make_problem), got {type(P).__name__}")
+    W = as_float_array(W, "W")
+    d, B = P.d, P.batch
+    shapes = "(d, d), (B, d, d)" + (" or (S, B, d, d)" if trajectory else "")
+    ok = W.ndim in ((2, 3, 4) if trajectory else (2, 3)) and W.shape[-2:] == (d, d)
+    if ok and W.ndim >= 3:
+        ok = W.shape[-3] in (1, B) if W.ndim == 3 else W.shape[-3] == B
+    if not ok:
+        raise DataError(f"W must have shape {shapes} with d = {d}, B = {B}, got {W.shape}")
+    return W
+
+
 def attention_weights(W, P: AttentionProblem) -> NDArray[np.float64]:
     """Attention probabilities ``s`` (B, n, T) (or (S, B, n, T) for a trajectory ``W``)."""
-    W = np.asarray(W, dtype=float)
+    W = check_weights(W, P, trajectory=True)
+    return _attention_weights(W, P)
+
+
+def _attention_weights(W, P: AttentionProblem) -> NDArray[np.float64]:
+    """:func:`attention_weights` without the checks (the descent's own iterates)."""
     if W.ndim == 4:  # a recorded trajectory (S, B, d, d)
         u = np.einsum("bnd,sbed->sbne", P.xbar, W)
         z = np.einsum("bntd,sbnd->sbnt", P.X, u) + P.bias
@@ -188,6 +216,11 @@ def _softmax_vjp(s, g):
 
 def loss_grad(W, P: AttentionProblem, *, need_grad: bool = True):
     """Loss (B,) and gradient (B, d, d) of every problem of the batch at ``W`` (B, d, d)."""
+    return _loss_grad(check_weights(W, P), P, need_grad=need_grad)
+
+
+def _loss_grad(W, P: AttentionProblem, *, need_grad: bool = True):
+    """:func:`loss_grad` without the checks (the descent's own iterates)."""
     z = _scores(W, P)
     zmax = z.max(axis=-1, keepdims=True)
     e = np.exp(z - zmax)

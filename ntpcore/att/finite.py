@@ -49,12 +49,14 @@ from ntpcore.att.linalg import (
     score_jacobian,
 )
 from ntpcore.att.priority import (
+    check_graphs,
     check_tokens,
     cyclic_samples,
     reduced_position_mask,
     scc_structures,
     token_priority_graphs,
 )
+from ntpcore.core.validate import as_float_array, check_choice
 from ntpcore.errors import SolverError
 
 
@@ -88,8 +90,7 @@ def subspaces(E, tokens, labels, *, graphs: Sequence[nx.DiGraph] | None = None) 
     """
     E = check_embeddings(E)
     K, d = E.shape
-    if graphs is None:
-        graphs = token_priority_graphs(tokens, labels, K)
+    graphs = token_priority_graphs(tokens, labels, K) if graphs is None else check_graphs(graphs, K)
     structures = scc_structures(graphs)
     edges = [(int(i), int(j), k) for k, G in enumerate(graphs) for i, j in G.edges]
     B_S = orth_rows(generator_rows(E, edges))
@@ -115,8 +116,7 @@ def _reduced_problem(E, tokens, labels, graphs=None):
     E = check_embeddings(E)
     K, d = E.shape
     tok, lab = check_tokens(tokens, labels, K)
-    if graphs is None:
-        graphs = token_priority_graphs(tok, lab, K)
+    graphs = token_priority_graphs(tok, lab, K) if graphs is None else check_graphs(graphs, K)
     structures = scc_structures(graphs)
     mask = reduced_position_mask(tok, lab, structures)  # (n, T)
     cyc = cyclic_samples(tok, lab, structures)  # (n,)
@@ -135,7 +135,8 @@ def reduced_log_loss(W, E, tokens, labels) -> float:
     mask = reduced_position_mask(tok, lab, structures)
     cyc = cyclic_samples(tok, lab, structures)
     X = E[tok]
-    z = np.einsum("ntd,de,ne->nt", X, np.asarray(W, float), X[:, -1])
+    W = as_float_array(W, "W", shape=(E.shape[1], E.shape[1]))
+    z = np.einsum("ntd,de,ne->nt", X, W, X[:, -1])
     zm = np.where(mask, z, -np.inf)
     zl = np.where(tok == lab[:, None], z, -np.inf)
     per = logsumexp(zm, axis=1) - logsumexp(zl, axis=1)
@@ -170,10 +171,9 @@ def finite_component(
     ------
     SolverError  if Newton does not reach the tolerance.
     """
+    check_choice(method, "method", ("newton", "cvxpy"))
     if method == "cvxpy":
         return finite_component_cvxpy(E, tokens, labels, graphs=graphs)
-    if method != "newton":
-        raise ValueError(f"method must be 'newton' or 'cvxpy', got {method!r}")
     d, tok, lab, mask, cyc, B, J, label_pos = _reduced_problem(E, tokens, labels, graphs)
     r = B.shape[0]
     if r == 0 or not cyc.any():  # S_fin = {0} or no cyclic sample: W^fin = 0

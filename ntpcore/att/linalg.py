@@ -59,8 +59,11 @@ def orth_rows(A: NDArray[np.float64]) -> NDArray[np.float64]:
 def project_onto_span(W, B: NDArray[np.float64]) -> NDArray[np.float64]:
     r"""Orthogonal projection :math:`\Pi_B(W)` of ``W`` (..., d, d) onto the span of the rows of
     ``B`` (r, d*d) (row-orthonormal).  Batched over leading axes."""
-    W = np.asarray(W, dtype=float)
+    W = as_float_array(W, "W")
+    if W.ndim < 2 or W.shape[-1] != W.shape[-2]:
+        raise DataError(f"W must be a (..., d, d) stack of square matrices, got {W.shape}")
     d = W.shape[-1]
+    B = as_float_array(B, "B", ndim=2, shape=(None, d * d))
     w = W.reshape(*W.shape[:-2], d * d)
     return ((w @ B.T) @ B).reshape(W.shape)
 

@@ -44,11 +44,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ntpcore.core.validate import as_float_array, as_index_array, check_number
 from ntpcore.errors import DataError
 
 
@@ -63,11 +65,12 @@ def check_tokens(
                ``require_label_in_sequence``) a label does not occur in its sequence — the
                realizability assumption of the identity head, without which the log-loss is +inf.
     """
-    if int(K) != K or K < 1:
-        raise DataError(f"K (vocabulary size) must be a positive integer, got {K!r}")
-    K = int(K)
+    K = check_number(K, "K (the vocabulary size)", lo=1, integer=True)
     tok = np.asarray(tokens)
     lab = np.asarray(labels)
+    for name, a in (("tokens", tok), ("labels", lab)):
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise DataError(f"{name} must be integer token ids, got dtype {a.dtype}")
     if tok.ndim != 2 or tok.shape[1] < 1:
         raise DataError(f"tokens must have shape (n, T) with T >= 1, got shape {tok.shape}")
     if tok.shape[0] == 0:
@@ -189,10 +192,29 @@ def scc_structure(G: nx.DiGraph, k: int = -1) -> SCCStructure:
 
     A function of the edge set: computed once per distinct ``(K, k, edges)`` (the experiments
     ask for the structures of one trial's TPGs many times); the arrays are read-only."""
+    check_graphs([G])
     K = G.number_of_nodes()
-    if sorted(G.nodes) != list(range(K)):
-        raise DataError("a TPG must have the nodes 0..K-1")
-    return _scc_structure(K, int(k), tuple(sorted((int(i), int(j)) for i, j in G.edges)))
+    k = check_number(k, "k", lo=-1, hi=K - 1, integer=True)
+    return _scc_structure(K, k, tuple(sorted((int(i), int(j)) for i, j in G.edges)))
+
+
+def check_graphs(graphs: Any, K: int | None = None) -> list[nx.DiGraph]:
+    """``graphs`` as a list of TPGs: ``networkx.DiGraph`` with the nodes ``0..K-1`` (one K for
+    all; ``K`` given: that one); a :class:`DataError` otherwise."""
+    if isinstance(graphs, nx.DiGraph) or not isinstance(graphs, Sequence | np.ndarray):
+        raise DataError(f"graphs must be a list of TPGs (networkx.DiGraph), got {type(graphs)}")
+    out = list(graphs)
+    for k, G in enumerate(out):
+        if not isinstance(G, nx.DiGraph):
+            raise DataError(f"graphs[{k}] must be a TPG (networkx.DiGraph), got {type(G).__name__}")
+        n = G.number_of_nodes() if K is None else K
+        if sorted(G.nodes) != list(range(n)):
+            raise DataError(
+                f"graphs[{k}]: a TPG must have the nodes 0..K-1 (here 0..{n - 1}), got "
+                f"{sorted(G.nodes)[:10]}"
+            )
+        K = n
+    return out
 
 
 def _compute_scc_structure(K: int, k: int, edges: tuple[tuple[int, int], ...]) -> SCCStructure:
@@ -245,7 +267,7 @@ def _frozen(s: SCCStructure) -> SCCStructure:
 
 def scc_structures(graphs: Sequence[nx.DiGraph]) -> list[SCCStructure]:
     """:func:`scc_structure` of every TPG, ``k`` = position in the list."""
-    return [scc_structure(G, k) for k, G in enumerate(graphs)]
+    return [scc_structure(G, k) for k, G in enumerate(check_graphs(graphs))]
 
 
 def is_acyclic(structures: Sequence[SCCStructure]) -> bool:
@@ -259,8 +281,7 @@ def reduced_position_mask(tokens, labels, structures: Sequence[SCCStructure]) ->
     This is the reduced sequence :math:`\\tilde X_i` of book ``att-def-wfin``; it always
     contains the label.
     """
-    tok = np.asarray(tokens, dtype=np.int64)
-    lab = np.asarray(labels, dtype=np.int64)
+    tok, lab = check_tokens(tokens, labels, _structures_K(structures))
     out = np.zeros(tok.shape, dtype=bool)
     for i, (seq, y) in enumerate(zip(tok, lab, strict=True)):
         s = structures[int(seq[-1])]
@@ -268,10 +289,16 @@ def reduced_position_mask(tokens, labels, structures: Sequence[SCCStructure]) ->
     return out
 
 
+def _structures_K(structures: Sequence[SCCStructure]) -> int:
+    """The vocabulary size of a list of structures (one per last token)."""
+    if not structures or not all(isinstance(st, SCCStructure) for st in structures):
+        raise DataError("structures must be the SCCStructure of every TPG (scc_structures)")
+    return len(structures)
+
+
 def cyclic_samples(tokens, labels, structures: Sequence[SCCStructure]) -> NDArray[np.bool_]:
     """``(n,)`` bool: sample i is cyclic iff its reduced sequence has a token other than y_i."""
-    tok = np.asarray(tokens, dtype=np.int64)
-    lab = np.asarray(labels, dtype=np.int64)
+    tok, lab = check_tokens(tokens, labels, _structures_K(structures))
     mask = reduced_position_mask(tok, lab, structures)
     return np.any(mask & (tok != lab[:, None]), axis=1)
 
@@ -292,10 +319,17 @@ def select_tokens(
     -------
     selected, ambiguous : (n, K) bool arrays.
     """
-    tok = np.asarray(tokens, dtype=np.int64)
-    s = np.asarray(attention_weights, dtype=float)
-    if s.shape != tok.shape:
-        raise DataError(f"attention must have the shape of tokens {tok.shape}, got {s.shape}")
+    K = check_number(K, "K (the vocabulary size)", lo=1, integer=True)
+    tok = as_index_array(tokens, "tokens", ndim=2, size=K)
+    if np.shape(attention_weights) != tok.shape:
+        raise DataError(
+            f"attention must have the shape of tokens {tok.shape}, got "
+            f"{np.shape(attention_weights)}"
+        )
+    s = as_float_array(attention_weights, "attention_weights")
+    if np.any(s < 0):
+        raise DataError("attention_weights has negative entries")
+    c_thres, e_thres = check_thresholds(c_thres, e_thres)
     n = tok.shape[0]
     mass = np.zeros((n, K))
     np.add.at(mass, (np.repeat(np.arange(n), tok.shape[1]), tok.ravel()), s.ravel())
@@ -310,11 +344,10 @@ def local_token_priority_graphs(tokens, selected, ambiguous, K: int) -> list[nx.
     For every sample with last token ``k`` and every selected ``c in C_i``, add ``c -> j`` for all
     ``j in V_i \ ({c} ∪ E_i)`` (ambiguous tokens are left out to avoid numerical ties).
     """
-    tok = np.asarray(tokens, dtype=np.int64)
-    sel = np.asarray(selected, dtype=bool)
-    amb = np.asarray(ambiguous, dtype=bool)
-    if sel.shape != (tok.shape[0], K) or amb.shape != sel.shape:
-        raise DataError(f"selected/ambiguous must have shape (n, K) = {(tok.shape[0], K)}")
+    K = check_number(K, "K (the vocabulary size)", lo=1, integer=True)
+    tok = as_index_array(tokens, "tokens", ndim=2, size=K)
+    sel = _as_flags(selected, "selected", (tok.shape[0], K))
+    amb = _as_flags(ambiguous, "ambiguous", (tok.shape[0], K))
     graphs = [nx.DiGraph() for _ in range(K)]
     for G in graphs:
         G.add_nodes_from(range(K))
@@ -326,3 +359,21 @@ def local_token_priority_graphs(tokens, selected, ambiguous, K: int) -> list[nx.
                 raise DataError(f"selected token {c} of sample {i} is not in its sequence")
             graphs[k].add_edges_from((c, j) for j in V if j != c and not amb[i, j])
     return graphs
+
+
+def check_thresholds(c_thres: float, e_thres: float) -> tuple[float, float]:
+    """The attention-mass thresholds of :func:`select_tokens`: ``0 <= e_thres <= c_thres <= 1``."""
+    c_thres = check_number(c_thres, "c_thres", lo=0, hi=1)
+    e_thres = check_number(e_thres, "e_thres", lo=0, hi=c_thres)
+    return c_thres, e_thres
+
+
+def _as_flags(x: ArrayLike, name: str, shape: tuple[int, int]) -> NDArray[np.bool_]:
+    """A boolean (or 0/1) array of ``shape``."""
+    arr = np.asarray(x)
+    if arr.shape != shape:
+        raise DataError(f"{name} must have shape (n, K) = {shape}, got {arr.shape}")
+    numeric = arr.dtype != object and arr.dtype.kind in "biuf"
+    if arr.dtype != np.bool_ and (not numeric or not np.all((arr == 0) | (arr == 1))):
+        raise DataError(f"{name} must be boolean (or 0/1)")
+    return arr.astype(bool)

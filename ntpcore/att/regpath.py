@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from ntpcore.att.finite import subspaces, token_log_loss_terms
 from ntpcore.att.linalg import CLARABEL_TIGHT, check_embeddings, score_jacobian
 from ntpcore.att.priority import check_tokens
+from ntpcore.core.validate import check_cvxpy_solver, check_numbers
 from ntpcore.errors import SolverError
 
 
@@ -44,6 +45,8 @@ def regularization_path(
     E = check_embeddings(E)
     K, d = E.shape
     tok, lab = check_tokens(tokens, labels, K)
+    radii = check_numbers(radii, "radii", lo=0)
+    solver = check_cvxpy_solver(solver)  # never a silent fallback to SCS
     B = subspaces(E, tok, lab).S  # (r, d*d)
     c = cp.Variable(B.shape[0])
     R = cp.Parameter(nonneg=True)

@@ -38,13 +38,15 @@ from scipy.optimize import nnls
 from ntpcore.att.linalg import CLARABEL_TIGHT, RANK_TOL, check_embeddings, generator_rows
 from ntpcore.att.priority import (
     SCCStructure,
+    check_graphs,
     check_tokens,
     local_token_priority_graphs,
     scc_structures,
     select_tokens,
     token_priority_graphs,
 )
-from ntpcore.errors import InfeasibleError, SolverError
+from ntpcore.core.validate import as_float_array, check_choice, check_cvxpy_solver
+from ntpcore.errors import DataError, InfeasibleError, SolverError
 
 FEAS_TOL = 1e-9  # constraint tolerance accepted by the specialised solver's certificate
 
@@ -52,6 +54,11 @@ FEAS_TOL = 1e-9  # constraint tolerance accepted by the specialised solver's cer
 # --------------------------------------------------------------------------------------------
 # constraint system
 # --------------------------------------------------------------------------------------------
+#: constraint systems of :func:`_edge_triples` and solvers of :func:`solve_max_margin`
+PAIRS = ("edges", "reachable", "reduced")
+METHODS = ("nnls", "cvxpy")
+
+
 def _edge_triples(
     graphs: Sequence[nx.DiGraph], structures: Sequence[SCCStructure], pairs: str = "edges"
 ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
@@ -64,8 +71,7 @@ def _edge_triples(
     (between the smallest tokens of the two SCCs).  All three have the same feasible set:
     equalities make every SCC member score alike, and inequalities add up along paths.
     """
-    if pairs not in ("edges", "reachable", "reduced"):
-        raise ValueError(f"pairs must be 'edges', 'reachable' or 'reduced', got {pairs!r}")
+    check_choice(pairs, "pairs", PAIRS)
     eq: list[tuple[int, int, int]] = []
     ineq: list[tuple[int, int, int]] = []
     for k, (G, s) in enumerate(zip(graphs, structures, strict=True)):
@@ -103,6 +109,8 @@ def graph_svm_constraints(
     A_in : (m_in, d*d)   rows for edges between SCCs (``A_in w >= 1``)
     info : dict with the triples ``eq``/``ineq`` and the SCC structures.
     """
+    graphs = check_graphs(graphs)
+    check_choice(pairs, "pairs", PAIRS)
     E = check_embeddings(E, len(graphs))
     structures = scc_structures(graphs)
     eq, ineq = _edge_triples(graphs, structures, pairs)
@@ -155,6 +163,13 @@ def solve_max_margin(
     InfeasibleError  no ``w`` satisfies the constraints (the message gives the certificate).
     SolverError      the certificate fails (numerically degenerate instance).
     """
+    check_choice(method, "method", METHODS)
+    A_eq = as_float_array(A_eq, "A_eq", ndim=2)
+    A_in = as_float_array(A_in, "A_in", ndim=2)
+    if A_eq.shape[1] != A_in.shape[1]:
+        raise DataError(
+            f"A_eq and A_in must have as many columns, got {A_eq.shape} and {A_in.shape}"
+        )
     t0 = time.perf_counter()
     p = A_in.shape[1] if A_in.size else A_eq.shape[1]
     m_in = A_in.shape[0]
@@ -164,8 +179,6 @@ def solve_max_margin(
         )
     if method == "cvxpy":
         return _solve_max_margin_cvxpy(A_eq, A_in, t0)
-    if method != "nnls":
-        raise ValueError(f"method must be 'nnls' or 'cvxpy', got {method!r}")
 
     N = _null_space(A_eq, p)  # (p, r)
     M = A_in @ N  # (m_in, r)
@@ -279,6 +292,9 @@ def solve_graph_svm(
     ``pairs`` selects the constraint system (see :func:`_edge_triples`); the default
     ``"reduced"`` is the smallest equivalent one.  ``eq``/``ineq``/``multipliers`` of the result
     refer to that system."""
+    graphs = check_graphs(graphs)
+    check_choice(method, "method", METHODS)
+    check_choice(pairs, "pairs", PAIRS)
     E = check_embeddings(E, len(graphs))
     A_eq, A_in, info = graph_svm_constraints(E, graphs, pairs=pairs)
     try:
@@ -328,6 +344,7 @@ def graph_svm(
     InfeasibleError  with the reason (e.g. K > d: linearly dependent embeddings).
     DataError        bad ids, labels not in their sequence, E of the wrong shape.
     """
+    check_choice(method, "method", METHODS)
     E = check_embeddings(E)
     graphs = token_priority_graphs(tokens, labels, E.shape[0])
     return solve_graph_svm(E, graphs, method=method).W
@@ -365,6 +382,7 @@ def graph_svm_cvxpy(
     import cvxpy as cp
 
     E = check_embeddings(E)
+    solver = check_cvxpy_solver(solver)
     K, d = E.shape
     tok, lab = check_tokens(tokens, labels, K)
     structures = scc_structures(token_priority_graphs(tok, lab, K))

@@ -35,6 +35,7 @@ from ntpcore.att.dynamics import loss_grad, make_problem
 from ntpcore.att.finite import finite_component_cvxpy, subspaces
 from ntpcore.att.linalg import check_embeddings
 from ntpcore.att.priority import (
+    check_graphs,
     check_tokens,
     cyclic_samples,
     reduced_position_mask,
@@ -42,6 +43,7 @@ from ntpcore.att.priority import (
     token_priority_graphs,
 )
 from ntpcore.att.svm import graph_svm_constraints, graph_svm_cvxpy
+from ntpcore.core.validate import as_float_array, check_number
 from ntpcore.figure import claims
 
 __all__ = [
@@ -65,6 +67,7 @@ def scc_report(graphs: Sequence[nx.DiGraph]) -> dict:
     largest SCC of any TPG), ``n_nontrivial`` (SCCs with at least two tokens, all TPGs) and
     ``all_singletons`` (every SCC is a single token: the acyclic case).
     """
+    graphs = check_graphs(graphs)
     partition_ok = levels_ok = dag_ok = True
     largest, nontrivial = 1, 0
     for s, G in zip(scc_structures(graphs), graphs, strict=True):
@@ -100,8 +103,10 @@ def graph_svm_report(E, tokens, labels, W_svm, *, reference: bool = True) -> dic
     E = check_embeddings(E)
     tok, lab = check_tokens(tokens, labels, E.shape[0])
     graphs = token_priority_graphs(tok, lab, E.shape[0])
+    d = E.shape[1]
+    W_svm = as_float_array(W_svm, "W_svm", shape=(d, d))
     A_eq, A_in, _ = graph_svm_constraints(E, graphs, pairs="edges")
-    w = np.asarray(W_svm, float).ravel()
+    w = W_svm.ravel()
     out = {
         "eq_violation": float(np.abs(A_eq @ w).max()) if len(A_eq) else 0.0,
         "min_margin": float((A_in @ w).min()) if len(A_in) else float("inf"),
@@ -129,7 +134,8 @@ def finite_report(E, tokens, labels, W_fin, *, reference: bool = True, h: float 
     """
     E = check_embeddings(E)
     tok, lab = check_tokens(tokens, labels, E.shape[0])
-    W_fin = np.asarray(W_fin, float)
+    W_fin = as_float_array(W_fin, "W_fin", shape=(E.shape[1], E.shape[1]))
+    h = check_number(h, "h", lo=0, lo_open=True)
     graphs = token_priority_graphs(tok, lab, E.shape[0])
     structures = scc_structures(graphs)
     B = subspaces(E, tok, lab, graphs=graphs).S_fin
@@ -168,6 +174,9 @@ def theory_report(E, tokens, labels, W_svm, W_fin, *, reference: bool = True) ->
     """:func:`scc_report`, :func:`graph_svm_report` and :func:`finite_report` in one flat dict
     (keys prefixed ``scc_``, ``svm_``, ``fin_``)."""
     E = check_embeddings(E)
+    d = E.shape[1]
+    as_float_array(W_svm, "W_svm", shape=(d, d))  # before any report is computed
+    as_float_array(W_fin, "W_fin", shape=(d, d))
     graphs = token_priority_graphs(tokens, labels, E.shape[0])
     out = {f"scc_{k}": v for k, v in scc_report(graphs).items()}
     rep = graph_svm_report(E, tokens, labels, W_svm, reference=reference)

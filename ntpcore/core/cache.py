@@ -10,9 +10,19 @@ configuration) where ``key`` is the SHA-256 of the canonical JSON of
 whenever numerics change.  Both files are written atomically, the ``.json`` last, so
 an interrupted run leaves either a complete entry or none.
 
-The ``.json`` records the SHA-256 of the ``.npz``.  An entry that cannot be read (a
-truncated archive, an empty or garbled ``.json``, a checksum that does not match) is
-discarded with a warning naming the file, and the result is computed again.
+The ``.json`` records the SHA-256 of the ``.npz``.  A damaged entry (a truncated archive,
+an empty or garbled ``.json``, a checksum that does not match) is discarded with a warning
+naming the file, and the result is computed again.
+
+**A cache shared by several users** (``NTP_CACHE_DIR`` on a cluster): entries are written
+with the mode the umask gives (``0o644`` under umask ``022``: anyone may read them; ``0o664``
+under ``002``, with a shared group, anyone of the group may also add entries beside them),
+so every user reuses every other user's entries.  An entry this process is not allowed to
+read is *unreadable*, not damaged: the warning names it with its owner and mode, the entry
+is left in place, and the result is computed without the cache.  A damaged entry owned by
+another user is never deleted either (the warning names its owner), and an entry that
+cannot be stored (a folder of another user that this one may not write) is computed and
+returned with a warning, not an error.
 
 A computation in flight is computed once: the first process takes an exclusive lock on
 ``<key>.lock`` for the duration of the computation, and any other process (another
@@ -29,12 +39,15 @@ function cache makes a re-run after a plot-only change fast.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import fcntl
 import functools
 import hashlib
 import json
 import os
+import stat
 import warnings
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
@@ -109,7 +122,36 @@ def _split(result: Result) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 
 
 class CorruptEntry(Exception):
-    """A cache entry that cannot be read back."""
+    """A cache entry that cannot be read back (damaged)."""
+
+
+class UnreadableEntry(Exception):
+    """A cache entry this process has no permission to read (e.g. another user's, written
+    with a private mode); ``path`` is the file that could not be read."""
+
+    def __init__(self, path: Path, exc: OSError) -> None:
+        super().__init__(f"{path}: {exc.strerror or exc}")
+        self.path = path
+        self.reason = str(exc.strerror or exc)
+
+
+#: errno values of a file the process may not open (not a damaged one)
+_DENIED = (errno.EACCES, errno.EPERM)
+
+
+def owner_and_mode(path: Path) -> str:
+    """``"owner alice, mode 0600"`` of ``path`` (``"uid 1234"`` where the name is unknown)."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return f"not stat-able: {exc.strerror or exc}"
+    try:
+        import pwd
+
+        owner = pwd.getpwuid(st.st_uid).pw_name
+    except (ImportError, KeyError):
+        owner = f"uid {st.st_uid}"
+    return f"owner {owner}, mode {stat.S_IMODE(st.st_mode):04o}"
 
 
 def _sha256(path: Path) -> str:
@@ -117,7 +159,8 @@ def _sha256(path: Path) -> str:
 
 
 def _load(meta_path: Path, npz_path: Path) -> Result:
-    """Read one entry; raise :class:`CorruptEntry` with the reason if it is damaged."""
+    """Read one entry; raise :class:`UnreadableEntry` if a file of it may not be read,
+    :class:`CorruptEntry` with the reason if it is damaged."""
     try:
         meta = json.loads(meta_path.read_text())
         result: Result = dict(meta["scalars"])
@@ -129,12 +172,35 @@ def _load(meta_path: Path, npz_path: Path) -> Result:
                 result.update({k: data[k] for k in meta["arrays"]})
     except CorruptEntry:
         raise
-    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+    except OSError as exc:
+        if exc.errno in _DENIED:
+            raise UnreadableEntry(Path(exc.filename or meta_path), exc) from exc
+        raise CorruptEntry(f"{type(exc).__name__}: {exc}") from exc
+    except (ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
         raise CorruptEntry(f"{type(exc).__name__}: {exc}") from exc
     return result
 
 
-def _discard(meta_path: Path, npz_path: Path, reason: str) -> None:
+def _owned_by_another_user(path: Path) -> bool:
+    try:
+        return path.stat().st_uid != os.geteuid()
+    except OSError:
+        return False
+
+
+def _discard(meta_path: Path, npz_path: Path, reason: str) -> bool:
+    """Delete a damaged entry with a warning; an entry of another user is left in place
+    (the warning names its owner).  Returns whether the entry was deleted."""
+    theirs = next((p for p in (meta_path, npz_path) if _owned_by_another_user(p)), None)
+    if theirs is not None:
+        warnings.warn(
+            f"a damaged cache entry {meta_path} ({reason}) belongs to another user "
+            f"({owner_and_mode(theirs)}); it is left in place and the result computed without "
+            f"the cache (its owner can delete it)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return False
     warnings.warn(
         f"discarding a corrupt cache entry {meta_path} ({reason}); computing it again",
         RuntimeWarning,
@@ -142,6 +208,17 @@ def _discard(meta_path: Path, npz_path: Path, reason: str) -> None:
     )
     for p in (npz_path, meta_path):
         p.unlink(missing_ok=True)
+    return True
+
+
+def _unreadable(meta_path: Path, exc: UnreadableEntry) -> None:
+    warnings.warn(
+        f"cannot read the cache entry {exc.path} ({exc.reason}; {owner_and_mode(exc.path)}): "
+        f"unreadable, not damaged, so it is left in place and the result computed without "
+        f"the cache (its owner can make it readable: chmod a+r, and umask 022 or 002)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def lock_enabled() -> bool:
@@ -152,33 +229,101 @@ def lock_enabled() -> bool:
     return value in ("1", "on", "true")
 
 
+def _open_lock(lock_path: Path) -> int | None:
+    """A descriptor of ``lock_path`` to ``flock``, created with the umask's mode if absent:
+    opened for writing where allowed (NFS needs it for an exclusive lock), else read-only
+    (another user's lock file); ``None`` where it can be neither created nor opened (a
+    folder of another user), and the computation then runs without the lock."""
+    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
+        try:
+            return os.open(lock_path, flags, 0o666)
+        except OSError as exc:
+            if exc.errno not in _DENIED and exc.errno != errno.ENOENT:
+                raise
+    return None
+
+
 def _held_elsewhere(lock_path: Path) -> bool:
     """Whether another open file (another process) holds the lock on ``lock_path``."""
     if not lock_path.exists():
         return False
-    with open(lock_path, "a") as fh:
+    fd = _open_lock(lock_path)
+    if fd is None:
+        return False
+    try:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
-        fcntl.flock(fh, fcntl.LOCK_UN)
-    return False
+        except OSError:  # a read-only descriptor on a file system that needs a writable one
+            return False
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 @contextmanager
 def _exclusive(lock_path: Path) -> Iterator[None]:
     """Hold an exclusive advisory lock on ``lock_path`` (blocks while another holds it);
-    no lock at all when :func:`lock_enabled` is false."""
+    no lock at all when :func:`lock_enabled` is false or the lock file cannot be opened
+    (:func:`_open_lock`)."""
     if not lock_enabled():
         yield
         return
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+    except PermissionError:
+        yield
+        return
+    fd = _open_lock(lock_path)
+    if fd is None:
+        yield
+        return
+    locked = False
+    try:
         try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            locked = True
+        except OSError:  # EBADF: NFS wants a writable descriptor for an exclusive lock
+            pass
+        yield
+    finally:
+        if locked:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _store(
+    qualname: str, cfg: Any, meta_path: Path, npz_path: Path, arrays: dict, scalars: dict
+) -> None:
+    """Write one entry (the ``.npz``, then the ``.json``), or warn that it could not be
+    written (a folder this user may not write; a full disk) and leave none."""
+    writing = npz_path
+    try:
+        if arrays:
+            with atomic_path(npz_path) as tmp:
+                np.savez_compressed(tmp, **arrays)
+        writing = meta_path
+        meta = {
+            "qualname": qualname,
+            "config": _canonical(cfg),
+            "ntpcore": ntpcore.__version__,
+            "salt": CACHE_SALT,
+            "arrays": sorted(arrays),
+            "npz_sha256": _sha256(npz_path) if arrays else None,
+            "scalars": scalars,
+        }
+        write_text_atomic(meta_path, json.dumps(meta, indent=1, sort_keys=True))
+    except OSError as exc:
+        where = Path(exc.filename or writing)
+        whose = f"; its folder: {owner_and_mode(meta_path.parent)}" if exc.errno in _DENIED else ""
+        warnings.warn(
+            f"the result was computed but not stored in the cache: {exc.strerror or exc} "
+            f"({where}{whose})",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def cached(func: F) -> F:
@@ -198,39 +343,35 @@ def cached(func: F) -> F:
         meta_path = folder / f"{key}.json"
         npz_path = folder / f"{key}.npz"
 
+        #: set when the stored entry must be left alone (another user's, or unreadable)
+        keep_out: list[bool] = []
+
         def stored() -> Result | None:
             if not meta_path.exists():
                 return None
             try:
                 return _load(meta_path, npz_path)
+            except UnreadableEntry as exc:
+                _unreadable(meta_path, exc)
+                keep_out.append(True)
             except CorruptEntry as exc:
-                _discard(meta_path, npz_path, str(exc))
-                return None
+                if not _discard(meta_path, npz_path, str(exc)):
+                    keep_out.append(True)
+            return None
 
         hit = stored()
         if hit is not None:
             return hit
-        with _exclusive(folder / f"{key}.lock"):
-            hit = stored()  # another process may have computed it while we waited
-            if hit is not None:
+        with contextlib.nullcontext() if keep_out else _exclusive(folder / f"{key}.lock"):
+            hit = None if keep_out else stored()  # another process may have computed it
+            if hit is not None:  # while we waited
                 return hit
             result = func(cfg, *inputs)
             if not isinstance(result, dict):
                 raise TypeError(f"{qualname} must return a dict, got {type(result).__name__}")
             arrays, scalars = _split(result)
-            if arrays:
-                with atomic_path(npz_path) as tmp:
-                    np.savez_compressed(tmp, **arrays)
-            meta = {
-                "qualname": qualname,
-                "config": _canonical(cfg),
-                "ntpcore": ntpcore.__version__,
-                "salt": CACHE_SALT,
-                "arrays": sorted(arrays),
-                "npz_sha256": _sha256(npz_path) if arrays else None,
-                "scalars": scalars,
-            }
-            write_text_atomic(meta_path, json.dumps(meta, indent=1, sort_keys=True))
+            if not keep_out:
+                _store(qualname, cfg, meta_path, npz_path, arrays, scalars)
         # Return what a cache hit would return, so that a first run and a re-run print
         # the same thing (plain Python scalars, lists instead of tuples).
         return {**json.loads(json.dumps(scalars)), **arrays}

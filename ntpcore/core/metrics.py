@@ -9,6 +9,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ntpcore.core.validate import as_float_array
+from ntpcore.errors import DataError
+
 __all__ = ["cos"]
 
 
@@ -18,9 +21,11 @@ def cos(A: ArrayLike, B: ArrayLike) -> NDArray[np.float64] | float:
     Vectors and matrices give a float.  Stacks of matrices ``(..., a, b)`` give the cosine
     of each pair over the last two axes.
     """
-    A = np.asarray(A, dtype=float)
-    B = np.asarray(B, dtype=float)
+    A = as_float_array(A, "A")
+    B = as_float_array(B, "B")
     if A.ndim <= 2 and B.ndim <= 2:
+        if A.shape != B.shape:
+            raise DataError(f"A and B must have the same shape, got {A.shape} and {B.shape}")
         na, nb = np.linalg.norm(A), np.linalg.norm(B)
         if na == 0 or nb == 0:
             return 0.0

@@ -24,9 +24,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.core.progress import progress_bar, progress_enabled
-from ntpcore.errors import DataError, SolverError
+from ntpcore.core.validate import (
+    as_float_array,
+    check_choice,
+    check_number,
+    check_numbers,
+    check_seed,
+)
+from ntpcore.errors import ParameterError, SolverError
 
-__all__ = ["OPTIMIZERS", "Trajectory", "init_weights", "log_steps", "train"]
+__all__ = ["INITS", "OPTIMIZERS", "Trajectory", "check_hyper", "init_weights", "log_steps", "train"]
 
 Array = NDArray[np.float64]
 LossGrad = Callable[[Array], tuple[float, Array]]
@@ -93,13 +100,55 @@ class Trajectory:
 def init_weights(
     shape: tuple[int, int], kind: str = "lecun", rng: np.random.Generator | int | None = 0
 ) -> Array:
-    """Initial decoder: ``"lecun"`` entries N(0, 1/fan_in) with fan_in = shape[1], or ``"zero"``."""
+    """Initial decoder: ``"lecun"`` entries N(0, 1/fan_in) with fan_in = shape[1], or ``"zero"``.
+
+    ``rng`` is a generator, a seed (a non-negative integer) or ``None`` (fresh entropy)."""
+    check_choice(kind, "init", INITS)
+    dims = check_numbers(shape, "shape", lo=1, integer=True)
+    if dims.size != 2:
+        raise ParameterError(f"shape must be (rows, columns), got {shape!r}")
+    shape = (int(dims[0]), int(dims[1]))
     if kind == "zero":
         return np.zeros(shape)
-    if kind == "lecun":
-        rng = np.random.default_rng(rng)
-        return rng.standard_normal(shape) / np.sqrt(shape[1])
-    raise DataError(f"init must be 'lecun' or 'zero', got {kind!r}")
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        rng = check_seed(rng, "rng")
+    rng = np.random.default_rng(rng)
+    return rng.standard_normal(shape) / np.sqrt(shape[1])
+
+
+#: initial decoders of :func:`init_weights`
+INITS = ("lecun", "zero")
+
+
+def check_hyper(
+    optimizer: str,
+    eta: float,
+    n_steps: int,
+    record_steps: Sequence[int] | NDArray | None,
+    betas: tuple[float, float],
+    eps: float,
+) -> tuple[str, float, int, NDArray[np.int64], tuple[float, float], float]:
+    """The hyper-parameters of :func:`train`, checked (a
+    :class:`~ntpcore.errors.ParameterError` naming the first bad one) and normalised:
+    the recorded steps sorted and unique, those beyond ``n_steps`` dropped (default: every
+    step)."""
+    check_choice(optimizer, "optimizer", OPTIMIZERS)
+    eta = check_number(eta, "eta", lo=0, lo_open=True)
+    n_steps = check_number(n_steps, "n_steps", lo=0, integer=True)
+    b1, b2 = _pair(check_numbers(betas, "betas", lo=0, hi=1, hi_open=True), "betas")
+    eps = check_number(eps, "eps", lo=0)
+    if record_steps is None:
+        rec = np.arange(n_steps + 1)
+    else:
+        rec = np.unique(check_numbers(record_steps, "record_steps", lo=0, integer=True))
+        rec = rec[rec <= n_steps]  # a schedule longer than the run is cut at n_steps
+    return optimizer, eta, n_steps, rec, (b1, b2), eps
+
+
+def _pair(values: NDArray, name: str) -> tuple[float, float]:
+    if values.size != 2:
+        raise ParameterError(f"{name} must be two numbers, got {values.tolist()}")
+    return float(values[0]), float(values[1])
 
 
 def train(
@@ -118,21 +167,15 @@ def train(
 ) -> Trajectory:
     """Run ``n_steps`` updates of ``optimizer`` from ``W0``; see the module docstring.
 
-    ``record_steps`` defaults to every step (only sensible for short runs); ``metrics(W)``
-    adds named scalars at those steps.  Raises SolverError if the loss becomes non-finite.
+    ``record_steps`` defaults to every step (only sensible for short runs; steps beyond
+    ``n_steps`` are dropped); ``metrics(W)`` adds named scalars at those steps.  Raises
+    ParameterError for a bad hyper-parameter (:func:`check_hyper`) and SolverError if the
+    loss becomes non-finite.
     """
-    if optimizer not in OPTIMIZERS:
-        raise DataError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
-    if not (np.isfinite(eta) and eta > 0):
-        raise DataError(f"eta must be a positive number, got {eta!r}")
-    if n_steps < 0:
-        raise DataError(f"n_steps must be >= 0, got {n_steps}")
-    b1, b2 = betas
-    W = np.array(W0, dtype=np.float64, copy=True)
-    if not np.all(np.isfinite(W)):
-        raise DataError("W0 contains NaN or infinite entries")
-    rec = np.arange(n_steps + 1) if record_steps is None else np.asarray(record_steps, dtype=int)
-    rec = np.unique(rec[(rec >= 0) & (rec <= n_steps)])
+    optimizer, eta, n_steps, rec, (b1, b2), eps = check_hyper(
+        optimizer, eta, n_steps, record_steps, betas, eps
+    )
+    W = as_float_array(W0, "W0").copy()
     rec_set = {int(k): i for i, k in enumerate(rec)}
     losses = np.empty(n_steps + 1)
     recorded: dict[str, list[float]] = {"loss": [], "norm": []}

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ntpcore.core.validate import as_float_array, as_support
+from ntpcore.core.validate import as_float_array, as_index_array, as_support, check_number
 from ntpcore.errors import DataError
 from ntpcore.geo.data import support_groups
 
@@ -46,6 +46,7 @@ def balanced_factors(
     :math:`\tfrac12(\|W\|_F^2+\|H\|_F^2)=\|L\|_*` (book: ``geo-lem-nuclear``).
     """
     L = as_float_array(L, "L", ndim=2)
+    tol = check_number(tol, "tol", lo=0, hi=1, hi_open=True)
     U, s, Vt = np.linalg.svd(L, full_matrices=False)
     r = int(np.sum(s > tol * max(1.0, s[0] if s.size else 0.0)))
     root = np.sqrt(s[:r])
@@ -103,6 +104,7 @@ def structural_correlation(
     """
     x = as_float_array(X, "X").ravel()
     y = as_float_array(Y, "Y", shape=np.shape(X)).ravel()
+    C = check_number(C, "C", lo=0)
     sxy = float(np.mean((x - x.mean()) * (y - y.mean())))
     ddof = 1 if paper_ddof else 0
     return (sxy + C) / (float(x.std(ddof=ddof) * y.std(ddof=ddof)) + C)
@@ -148,7 +150,8 @@ def subspace_collapse(
     H = as_float_array(H, "H", ndim=2)
     if W.shape[1] != H.shape[0]:
         raise DataError(f"W is {W.shape} and H is {H.shape}: inner dimensions differ")
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    pairs = as_index_array(pairs, "pairs", shape=(None, 2), size=H.shape[1])
+    r = check_number(r, "r", lo=0, integer=True)
     _, _, Vt = np.linalg.svd(W, full_matrices=False)
     B = Vt[:r]  # (r, d) orthonormal rows
     PH = B @ H  # coordinates of Pi_r h_j, (r, m)

@@ -64,7 +64,7 @@ def centered_support(S: ArrayLike) -> NDArray[np.float64]:
 
 def nuclear_norm(L: ArrayLike) -> float:
     """Sum of singular values."""
-    return float(np.linalg.svd(np.asarray(L, dtype=np.float64), compute_uv=False).sum())
+    return float(np.linalg.svd(as_float_array(L, "L", ndim=2), compute_uv=False).sum())
 
 
 def support_on_top(L: ArrayLike, S: ArrayLike) -> float:

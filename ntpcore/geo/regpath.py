@@ -35,7 +35,14 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize, minimize_scalar
 
 from ntpcore.core.logits import ce_excess_grad, context_weights
-from ntpcore.core.validate import as_float_array, as_prob_matrix
+from ntpcore.core.validate import (
+    as_float_array,
+    as_prob_matrix,
+    check_cvxpy_solver,
+    check_number,
+    check_numbers,
+    check_seed,
+)
 from ntpcore.errors import DataError, SolverError
 from ntpcore.geo.logits import nuclear_norm
 
@@ -252,7 +259,10 @@ def regularization_path(
     if lams.size == 0 or np.any(lams <= 0) or np.any(np.diff(lams) >= 0):
         raise DataError("lambdas must be positive and strictly decreasing")
     V, m = P.shape
-    d = min(V, m) + 1 if d is None else int(d)
+    d = min(V, m) + 1 if d is None else check_number(d, "d", lo=1, integer=True)
+    seed = check_seed(seed)
+    max_iter = check_number(max_iter, "max_iter", lo=1, integer=True)
+    certify_tol = check_number(certify_tol, "certify_tol", lo=0, hi=1, lo_open=True)
     prob = _UFM(P, pi, d)
     rng = np.random.default_rng(seed)
     x = 0.1 * rng.standard_normal(V * d + d * m)
@@ -306,7 +316,8 @@ def regularization_path_cvxpy(
 
     P = as_prob_matrix(P)
     pi = context_weights(pi, P.shape[1])
-    lams = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
+    lams = check_numbers(np.atleast_1d(np.asarray(lambdas)), "lambdas", lo=0)
+    solver = check_cvxpy_solver(solver)
     V, m = P.shape
     L = cp.Variable((V, m))
     lam = cp.Parameter(nonneg=True)

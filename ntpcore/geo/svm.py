@@ -25,7 +25,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from ntpcore.core.validate import as_support
+from ntpcore.core.validate import as_support, check_cvxpy_solver, check_number
 from ntpcore.errors import ParameterError, SolverError
 from ntpcore.geo.svm_problem import (
     NuclearSVMResult,
@@ -97,6 +97,8 @@ def nuclear_svm_cvxpy(
 
     S = as_support(S)
     _check_margin_support(S)
+    solver = check_cvxpy_solver(solver)
+    eps = check_number(eps, "eps", lo=0, hi=1, lo_open=True, hi_open=True)
     V, m = S.shape
     A_eq, A_in = _anchor_system(S)
     t0 = time.perf_counter()
@@ -141,6 +143,7 @@ def dual_certificate_cvxpy(S: ArrayLike, solver: str = "CLARABEL") -> NDArray[np
 
     S = as_support(S)
     _check_margin_support(S)
+    solver = check_cvxpy_solver(solver)
     G = cp.Variable(S.shape)
     off = (~S).astype(np.float64)
     cons = [cp.sigma_max(G) <= 1, cp.sum(G, axis=0) == 0, cp.multiply(off, G) <= 0]
@@ -180,6 +183,11 @@ def solve_nuclear_svm(
         If the certified gap is not reached within ``max_iter`` iterations.
     """
     S = as_support(S)
+    tol = check_number(tol, "tol", lo=0, hi=1, lo_open=True, hi_open=True)
+    max_iter = check_number(max_iter, "max_iter", lo=1, integer=True)
+    check_every = check_number(check_every, "check_every", lo=1, integer=True)
+    if rho is not None:
+        rho = check_number(rho, "rho", lo=0, lo_open=True)
     t0 = time.perf_counter()
     red, Z, (U0, s0, Vt0), k0 = reduced_start(S)
     Sr, omega, delta = red.Sr, red.omega, red.delta
@@ -256,6 +264,8 @@ def nuclear_svm(
         raise ParameterError(
             f"solver must be one of {', '.join(repr(x) for x in NUCLEAR_SOLVERS)}, got {solver!r}"
         )
+    if tol is not None:  # checked before any solver runs (tol=-1 ran 20,000 iterations)
+        tol = check_number(tol, "tol", lo=0, hi=1, lo_open=True, hi_open=True)
     if solver == "auto":
         r, u = reduce_support(S).Sr.shape
         solver = "admm" if r * u < SCALE_SWITCH else "dr-anderson"

@@ -61,7 +61,7 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
 
-from ntpcore.core.validate import as_float_array, as_support
+from ntpcore.core.validate import as_float_array, as_support, check_number
 from ntpcore.errors import DataError
 
 __all__ = [
@@ -178,6 +178,7 @@ def polar_certificate(S: ArrayLike, tol: float = 1e-9) -> dict[str, float | bool
     """
     S = as_support(S)
     _check_margin_support(S)
+    tol = check_number(tol, "tol", lo=0, hi=1, hi_open=True)
     St = S - S.mean(axis=0, keepdims=True)
     G0 = _polar(St)
     max_off = float(np.where(S, -np.inf, G0).max())

@@ -31,8 +31,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.core.logits import entropy, support_of
-from ntpcore.core.validate import as_float_array, as_prob_matrix
-from ntpcore.errors import DataError
+from ntpcore.core.validate import (
+    as_float_array,
+    as_prob_matrix,
+    check_choice,
+    check_number,
+    check_numbers,
+    check_seed,
+)
+from ntpcore.errors import DataError, ParameterError
 
 #: Supports of the toy contexts A, B, C as 0-based token ids (paper: "234", "125", "145").
 TOY_SUPPORTS: tuple[tuple[int, ...], ...] = ((1, 2, 3), (0, 1, 4), (0, 3, 4))
@@ -149,7 +156,7 @@ def _draw_probs(
 
 def toy_embeddings(angles_deg: Sequence[float] = TOY_ANGLES_DEG) -> NDArray[np.float64]:
     """Unit vectors at the given angles, as the columns of a (2, m) matrix."""
-    a = np.deg2rad(np.asarray(angles_deg, dtype=float))
+    a = np.deg2rad(check_numbers(angles_deg, "angles_deg"))
     return np.vstack([np.cos(a), np.sin(a)])
 
 
@@ -169,8 +176,14 @@ def make_toy(
     how many draws that took.  Frequencies are uniform (1/3).
     """
     V, m = 5, len(TOY_SUPPORTS)
-    if len(angles_deg) != m:
-        raise DataError(f"the toy has {m} contexts; got {len(angles_deg)} angles")
+    seed = check_seed(seed)
+    H = toy_embeddings(angles_deg)
+    if H.shape[1] != m:
+        raise ParameterError(f"the toy has {m} contexts; got {H.shape[1]} angles")
+    if target_entropy is not None:
+        target_entropy = check_number(target_entropy, "target_entropy", lo=0)
+    entropy_tol = check_number(entropy_tol, "entropy_tol", lo=0, lo_open=True)
+    max_draws = check_number(max_draws, "max_draws", lo=1, integer=True)
     S = np.zeros((V, m), dtype=bool)
     for j, sup in enumerate(TOY_SUPPORTS):
         S[list(sup), j] = True
@@ -185,7 +198,7 @@ def make_toy(
         if n_draws >= max_draws:
             raise DataError(f"no draw reached entropy {target_entropy} +- {entropy_tol}")
     info = {"generator": "toy", "seed": seed, "n_draws": n_draws, "angles_deg": list(angles_deg)}
-    return NTPData(toy_embeddings(angles_deg), P, pi, info)
+    return NTPData(H, P, pi, info)
 
 
 def make_synthetic(
@@ -215,10 +228,16 @@ def make_synthetic(
         contexts uniformly and next tokens from the drawn p_j; P and pi are then the
         empirical frequencies (supports may shrink; contexts never seen are dropped).
     """
-    if not (1 <= S <= V):
-        raise DataError(f"support size S must be in [1, V={V}], got {S}")
-    if min(m, d) < 1 or V < 2:
-        raise DataError(f"need m >= 1, d >= 1, V >= 2; got m={m}, d={d}, V={V}")
+    m = check_number(m, "m", lo=1, integer=True)
+    d = check_number(d, "d", lo=1, integer=True)
+    V = check_number(V, "V", lo=2, integer=True)
+    S = check_number(S, "support size S", lo=1, hi=V, integer=True)
+    seed = check_seed(seed)
+    check_choice(emb, "emb", ("gauss", "unit"))
+    check_choice(prob, "prob", ("dirichlet", "uniform"))
+    alpha = check_number(alpha, "alpha", lo=0, lo_open=True)
+    check_choice(freq, "freq", ("uniform", "multinomial"))
+    n = check_number(n, "n", lo=1, integer=True)
     ss_emb, ss_sup, ss_prob, ss_freq = np.random.SeedSequence(seed).spawn(4)
     r_emb = np.random.default_rng(ss_emb)
     H = r_emb.standard_normal((d, m))

@@ -36,6 +36,7 @@ from ntpcore.core.logits import (
     support_of,
 )
 from ntpcore.core.validate import as_float_array
+from ntpcore.errors import DataError
 from ntpcore.lin.data import check_data
 
 Array = NDArray[np.float64]
@@ -133,6 +134,8 @@ def smoothness_bound(H: ArrayLike, pi: ArrayLike | None = None) -> float:
     H = as_float_array(H, "H", ndim=2)
     m = H.shape[1]
     pi = np.full(m, 1.0 / m) if pi is None else as_float_array(pi, "pi", shape=(m,))
+    if np.any(pi < 0):
+        raise DataError("pi has negative entries")
     return 0.5 * float(np.linalg.eigvalsh((H * pi) @ H.T)[-1])
 
 
@@ -142,8 +145,11 @@ def make_loss_grad(
     """Validate once and return ``W -> (CE(W), grad CE(W))`` for the trainers."""
     H, P, pi = check_data(H, P, pi)
     H = np.ascontiguousarray(H)
+    shape = (P.shape[0], H.shape[0])
 
     def loss_grad(W: Array) -> tuple[float, Array]:
+        if np.shape(W) != shape:
+            raise DataError(f"W must have shape {shape} (V, d), got {np.shape(W)}")
         return loss_and_grad(W, H, P, pi)
 
     return loss_grad

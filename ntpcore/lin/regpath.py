@@ -30,7 +30,8 @@ import scipy.linalg as sla
 from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.core.logits import softmax
-from ntpcore.errors import DataError, SolverError
+from ntpcore.core.validate import check_choice, check_cvxpy_solver, check_number, check_numbers
+from ntpcore.errors import ParameterError, SolverError
 from ntpcore.lin.data import check_data
 from ntpcore.lin.loss import loss_and_grad
 from ntpcore.lin.svm_reference import RETRIES_CONE, solve_strict
@@ -116,8 +117,7 @@ def _ridge_newton(
 def ridge_solution(H: ArrayLike, P: ArrayLike, pi: ArrayLike | None, mu: float) -> Array:
     r""":math:`\arg\min_W \mathrm{CE}(W) + \tfrac\mu2\|W\|_F^2` (V, d), by damped Newton."""
     H, P, pi = check_data(H, P, pi)
-    if not mu > 0:
-        raise DataError(f"mu must be > 0, got {mu}")
+    mu = check_number(mu, "mu", lo=0, lo_open=True)
     red = _Reduced(H, P, pi)
     X, _ = _ridge_newton(red, mu, np.zeros((red.V, red.r)))
     return X @ red.U.T
@@ -140,9 +140,11 @@ def regularization_path(
     solved so far (``"n_failed"`` counts the others).
     """
     H, P, pi = check_data(H, P, pi)
-    B_arr = np.asarray(B_list, dtype=float)
-    if B_arr.ndim != 1 or np.any(B_arr <= 0) or np.any(np.diff(B_arr) < 0):
-        raise DataError("B_list must be positive and non-decreasing")
+    B_arr = check_numbers(B_list, "B_list", lo=0, lo_open=True)
+    if np.any(np.diff(B_arr) < 0):
+        raise ParameterError(f"B_list must be non-decreasing, got {B_arr.tolist()}")
+    rtol = check_number(rtol, "rtol", lo=0, hi=1, lo_open=True, hi_open=True)
+    check_choice(on_fail, "on_fail", ("raise", "stop"))
     red = _Reduced(H, P, pi)
     X = np.zeros((red.V, red.r))
     _, g0 = red.loss_grad(X)
@@ -223,6 +225,8 @@ def regularization_path_cvxpy(
     import cvxpy as cp
 
     H, P, pi = check_data(H, P, pi)
+    B_list = check_numbers(B_list, "B_list", lo=0)
+    solver = check_cvxpy_solver(solver)
     V, d = P.shape[0], H.shape[0]
     W = cp.Variable((V, d))
     Bp = cp.Parameter(nonneg=True)

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.core.logits import support_of
-from ntpcore.core.validate import as_float_array, as_support
+from ntpcore.core.validate import as_float_array, as_support, check_number
 from ntpcore.errors import DataError, IncompatibleError
 from ntpcore.lin.data import check_embeddings_probs
 
@@ -66,6 +66,7 @@ def row_space_projector(H: ArrayLike, rtol: float = 1e-12) -> Array:
     GD leaves :math:`W(I-P_H)` unchanged since every gradient has its rows in span(H).
     """
     H = as_float_array(H, "H", ndim=2)
+    rtol = check_number(rtol, "rtol", lo=0, hi=1, hi_open=True)
     U, s, _ = np.linalg.svd(H, full_matrices=False)
     r = int(np.sum(s > rtol * (s[0] if s.size else 0.0)))
     return U[:, :r] @ U[:, :r].T
@@ -161,6 +162,7 @@ def data_subspace(H: ArrayLike, S: ArrayLike, *, rtol: float = RANK_RTOL) -> Dat
     """Build the generator system of F for embeddings ``H`` (d, m) and supports ``S`` (V, m)."""
     H = as_float_array(H, "H", ndim=2)
     S = as_support(S, "S")
+    rtol = check_number(rtol, "rtol", lo=0, hi=1, hi_open=True)
     if S.shape[1] != H.shape[1]:
         raise DataError(f"H has {H.shape[1]} columns but S has {S.shape[1]}")
     anchors = anchor_tokens(S)

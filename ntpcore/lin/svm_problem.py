@@ -68,7 +68,7 @@ def margins(W: ArrayLike, H: ArrayLike, S: ArrayLike) -> dict[str, float]:
     """
     H = as_float_array(H, "H", ndim=2)
     S = as_support(S, "S")
-    L = np.asarray(W, dtype=float) @ H  # (V, m)
+    L = as_float_array(W, "W", shape=(S.shape[0], H.shape[0])) @ H  # (V, m)
     cols = np.arange(S.shape[1])
     z = anchor_tokens(S)
     marg = L[z, cols][None, :] - L

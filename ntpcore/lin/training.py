@@ -23,7 +23,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.core.logits import ce_excess, support_of
 from ntpcore.core.metrics import cos
-from ntpcore.core.optim import Trajectory, init_weights, train
+from ntpcore.core.optim import INITS, Trajectory, check_hyper, init_weights, train
+from ntpcore.core.validate import as_float_array, check_choice, check_seed
 from ntpcore.lin.data import NTPData, check_data
 from ntpcore.lin.loss import make_loss_grad
 from ntpcore.lin.subspace import DataSubspace, finite_component_info
@@ -61,6 +62,9 @@ def train_metrics(
     ``rel_dist_F`` dist_F / ||W*||; ``norm_perp`` ||P_perp W||.
     """
     H, P, pi = check_data(H, P, pi)
+    shape = (P.shape[0], H.shape[0])
+    W_star = as_float_array(W_star, "W_star", shape=shape)
+    W_mm = as_float_array(W_mm, "W_mm", shape=shape)
     ns = float(np.linalg.norm(W_star))
 
     def metrics(W: Array) -> dict[str, float]:
@@ -100,6 +104,9 @@ def train_ntp(
     ``init`` is ``"lecun"`` (N(0, 1/d), App. A.2) or ``"zero"`` (the checklist's choice);
     ``pair`` may pass a precomputed :func:`solution_pair`.
     """
+    check_hyper(optimizer, eta, n_steps, record_steps, betas, eps)  # before any computation
+    check_choice(init, "init", INITS)
+    check_seed(init_seed, "init_seed")
     pair = pair or solution_pair(data.H, data.P)
     W0 = init_weights((data.V, data.d), init, init_seed)
     met = train_metrics(data.H, data.P, data.pi, pair["W_star"], pair["W_mm"], pair["F"])

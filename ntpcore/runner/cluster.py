@@ -9,7 +9,7 @@ started while the previous job ran, so that its imports cost no time), in a fres
 returned with the bytes of every file it left in the folder, which it then removes.  For the
 runner ``stage`` is :func:`ntpcore.runner.staging.stage_job` (papermill, the sidecar, the
 claims' verdict), and the runner writes the files into its own staging folder and publishes
-them exactly as a local run does (atomically per file, the sidecar last; a failed figure is
+them exactly as a local run does (all files or none, the sidecar last; a failed figure is
 kept under ``_build/failed/``), so only the caller writes ``book/figures``,
 ``book/executed`` and the run record.  This module does not import the runner (the runner
 imports it): ``stage`` travels to the workers by reference.

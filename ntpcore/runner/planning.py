@@ -1,8 +1,9 @@
 r"""What a run of the runner will do, decided before any kernel starts: the figures of the
-registry and their parameters (:func:`plan`: every override validated against the
-notebook's ``parameters`` cell, ``--set`` values parsed as typed, memory and time estimated
-and refused beyond this machine unless forced), and their order (:func:`order_jobs`: a figure
-whose cached computations others read starts first, its readers last).
+registry and their parameters (:func:`plan`: ``--set`` values parsed as typed, every
+override validated against the notebook's ``parameters`` cell, then every parameter's final
+value against its range, memory and time estimated and refused beyond this machine unless
+forced), and their order (:func:`order_jobs`: a figure whose cached computations others read
+starts first, its readers last).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ntpcore.errors import ParameterError
 from ntpcore.runner.registry import (
     FigureEntry,
     RegistryError,
+    check_parameters,
     parse_parameters,
     validate_overrides,
 )
@@ -50,6 +52,9 @@ class Job:
     parameters: dict[str, Any]
     adhoc: dict[str, Any] = field(default_factory=dict)
     cell_timeout: float | None = None
+    #: an exploration replaces the previous exploration of its figure (``--replace``) instead
+    #: of keeping it in ``results/explore/<id>/previous-<n>/``
+    replace: bool = False
 
 
 def list_text(registry: dict) -> str:
@@ -73,7 +78,9 @@ def list_text(registry: dict) -> str:
 
 
 def parse_set(items: list[str]) -> dict[str, Any]:
-    """Parse ``KEY=VALUE`` strings; values are read as YAML (numbers, bools, lists)."""
+    """Parse ``KEY=VALUE`` strings; values are read as YAML (numbers, bools, lists), and a
+    number written with an exponent and no point that is whole (``1e8``) as an integer, which
+    a parameter of either type accepts."""
     out: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
@@ -92,6 +99,10 @@ def parse_set(items: list[str]) -> dict[str, Any]:
                     value = float(value) if any(c in value for c in ".eE") else int(value)
                 except ValueError:
                     pass
+                else:  # 1e8 is a count, as a user means it; 1.0e8 and 2.5e-3 stay floats
+                    text = raw.strip().lower()
+                    if isinstance(value, float) and "." not in text and value.is_integer():
+                        value = int(value)
         if key in out:
             raise ParameterError(f"--set {key} is given twice")
         out[key] = value
@@ -107,40 +118,112 @@ def machine_memory_gb() -> float:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
 
 
-def _driver(entry: FigureEntry, params: dict[str, Any], key: str) -> str:
-    """The parameter an estimate grows with most: halving it lowers ``key`` the most."""
+def _numeric(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _culprit(
+    entry: FigureEntry, params: dict[str, Any], key: str, before: dict[str, Any]
+) -> tuple[str, bool]:
+    """The parameter to lower for the estimate ``key``, and whether the user set it.
+
+    Of the parameters the user changed (those whose value differs from ``before``, the
+    parameters without the user's ``--set``) that the estimate uses, the one whose change
+    raised the estimate most; when the user changed none of them, the largest contributor:
+    the one whose halving lowers the estimate most."""
     expr = entry.resources.get(key, "")
+    used = [p for p, v in params.items() if _numeric(v) and re.search(rf"\b{re.escape(p)}\b", expr)]
     base = entry.estimate(params)[key]
-    best, name = 0.0, None
-    for p, v in params.items():
-        numeric = isinstance(v, int | float) and not isinstance(v, bool)
-        if not numeric or not re.search(rf"\b{p}\b", expr):
-            continue
-        drop = base - entry.estimate({**params, p: v / 2})[key]
-        if drop > best:
-            best, name = drop, p
-    return f"; it grows with {name} (= {params[name]:g} here)" if name else ""
+    changed = [p for p in used if p in before and before[p] != params[p]]
+    if changed:
+
+        def raised(p: str) -> float:
+            return base / max(entry.estimate({**params, p: before[p]})[key], 1e-300)
+
+        return max(changed, key=raised), True
+    drops = {p: base - entry.estimate({**params, p: params[p] / 2})[key] for p in used}
+    return (max(drops, key=lambda p: drops[p]) if drops else ""), False
 
 
-def check_resources(entry: FigureEntry, params: dict[str, Any], force: bool) -> dict[str, float]:
+def _fitting_value(
+    entry: FigureEntry, params: dict[str, Any], name: str, limits: dict[str, float]
+) -> str | None:
+    """The largest value of ``name`` (the others as they are) whose estimates all stay
+    within their ``limits``, found by bisection (the estimates grow with their parameters),
+    as the refusal prints it; ``None`` when none does."""
+    value = params[name]
+    integer = isinstance(value, int)
+    lo, hi = (1, value) if integer else (0.0, float(value))
+
+    def fits(v: float) -> bool:
+        est = entry.estimate({**params, name: v})
+        return all(est[k] <= limit for k, limit in limits.items() if k in est)
+
+    if hi <= lo or not fits(lo):
+        return None
+    for _ in range(200):
+        if (integer and hi - lo <= 1) or (not integer and hi - lo <= 1e-3 * hi):
+            break
+        mid = (lo + hi) // 2 if integer else (lo + hi) / 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return f"{lo:,}" if integer else f"{lo:.3g}"
+
+
+def _refusal(
+    entry: FigureEntry,
+    params: dict[str, Any],
+    key: str,
+    before: dict[str, Any],
+    limits: dict[str, float],
+    need: str,
+) -> ParameterError:
+    """The error of an estimate ``key`` beyond this machine: what it needs, the parameter
+    to lower and a value of it that fits every limit."""
+    name, by_user = _culprit(entry, params, key, before)
+    if not name:
+        return ParameterError(f"{entry.fig_id}: {need}; pass --force to run anyway")
+    now = params[name]
+    shown = f"{now:,}" if isinstance(now, int) else f"{now:.3g}"
+    which = f"{name} = {shown}" + (" (you set it)" if by_user else " (the largest contributor)")
+    fitting = _fitting_value(entry, params, name, limits)
+    if fitting is None:
+        advice = f"no value of {name} fits with the other parameters as they are"
+    else:
+        advice = f"{name} = {fitting} fits"
+    return ParameterError(
+        f"{entry.fig_id}: {need}; it grows with {which}: {advice}. Lower it, or pass "
+        f"--force to run anyway"
+    )
+
+
+def check_resources(
+    entry: FigureEntry,
+    params: dict[str, Any],
+    force: bool,
+    before: dict[str, Any] | None = None,
+) -> dict[str, float]:
     """Estimate memory and time from the parameters; refuse what this machine cannot do,
-    naming the parameter the estimate grows with most."""
+    naming the parameter to lower (one the user set, where ``before``, the parameters
+    without the user's overrides, shows which) and a value of it that fits."""
     est = entry.estimate(params)
     if force:
         return est
-    mem, have = est.get("memory_gb"), machine_memory_gb()
-    if mem is not None and mem > 0.8 * have:
-        raise ParameterError(
-            f"{entry.fig_id}: these parameters need about {mem:.3g} GB of memory and this "
-            f"machine has {have:.3g} GB{_driver(entry, params, 'memory_gb')}; lower it, or "
-            "pass --force to try anyway"
+    before = params if before is None else before
+    have = machine_memory_gb()
+    limits = {"memory_gb": 0.8 * have, "minutes": float(MAX_MINUTES)}
+    mem, minutes = est.get("memory_gb"), est.get("minutes")
+    if mem is not None and mem > limits["memory_gb"]:
+        need = (
+            f"these parameters need about {mem:.3g} GB of memory and this machine has "
+            f"{have:.3g} GB (a run may use {limits['memory_gb']:.3g} GB)"
         )
-    minutes = est.get("minutes")
-    if minutes is not None and minutes > MAX_MINUTES:
-        raise ParameterError(
-            f"{entry.fig_id}: these parameters need about {minutes / 60:.3g} hours"
-            f"{_driver(entry, params, 'minutes')}; lower it, or pass --force to run anyway"
+        raise _refusal(entry, params, "memory_gb", before, limits, need)
+    if minutes is not None and minutes > limits["minutes"]:
+        need = (
+            f"these parameters need about {minutes / 60:.3g} hours, more than the "
+            f"{MAX_MINUTES / 60:g} hours a run may take"
         )
+        raise _refusal(entry, params, "minutes", before, limits, need)
     return est
 
 
@@ -184,7 +267,13 @@ def plan(
             )
         given = validate_overrides(specs, adhoc, "--set", fig_id)
         params = {**registry_params, **given, "fig_id": fig_id, "profile": profile}
-        check_resources(entry, {k: s.default for k, s in specs.items()} | params, force)
+        defaults = {k: s.default for k, s in specs.items()}
+        sources = {k: "registry params" for k in entry.params}
+        if profile == "quick":
+            sources |= {k: "registry quick" for k in entry.quick}
+        sources |= {k: "--set" for k in given} | {"fig_id": "--only", "profile": "--profile"}
+        check_parameters(specs, defaults | params, sources, fig_id)
+        check_resources(entry, defaults | params, force, defaults | registry_params)
         jobs.append(Job(entry, profile, params, given, CELL_TIMEOUT[profile]))
     return jobs
 

@@ -14,49 +14,50 @@ arithmetic over the notebook's numeric parameters, e.g.
 and the figures whose cached computations (trained models) a figure reads (``reuses``), from
 which the runner orders a parallel run (:func:`ntpcore.runner.planning.order_jobs`).
 
-A notebook's parameters cell holds literal assignments only, one per line, each with a
-comment.  The comment may start with a constraint in square brackets, which the runner
-checks before any kernel starts::
-
-    step_size = 0.5  # [>0] eta, the GD step size
-    n_steps = 1000  # [1,inf] number of steps (closed interval; inf allowed)
-    profile = "paper"  # [paper|quick] ...
-    frac = 0.3  # [0,1] fraction of ...
-
-Comments must not contain ``=``: papermill cannot read such a line (write ``[1,inf]``
-rather than ``[>=1]``).
-
-A string parameter that also takes a file lists ``<text file>`` among its choices::
-
-    corpus = "enwiki-shortened"  # [enwiki-shortened|lee_background|<text file>] ...
-
-A value that is not one of the names must then be the path of a readable UTF-8 text file
-(:func:`ntpcore.core.io.read_utf8_text`; the error names the file and, for bytes that are
-not UTF-8, the offset of the first one and how to convert it).  A relative path is taken
-from the directory the command runs in (a registry value: from the repository root), and
-:func:`validate_overrides` returns it absolute, since the kernel runs in ``notebooks/``.
-
-Types come from the literal default: an ``int`` is accepted where the default is a
-``float``; ``bool`` is never taken for a number.
+The syntax of a notebook's ``parameters`` cell, and the checks of the values, are
+:mod:`ntpcore.runner.parameters` (re-exported here).
 """
 
 from __future__ import annotations
 
 import ast
-import io
 import math
 import re
-import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import yaml
 
 from ntpcore.core import paths
-from ntpcore.core.io import read_utf8_text
-from ntpcore.errors import DataError, ParameterError
+from ntpcore.runner.parameters import (
+    ADDRESS,
+    FLAGS,
+    TEXT_FILE,
+    ParamSpec,
+    RegistryError,
+    check_parameters,
+    parameters_cell,
+    parse_parameters,
+    validate_overrides,
+)
+
+__all__ = [
+    "ADDRESS",
+    "FLAGS",
+    "TEXT_FILE",
+    "FigureEntry",
+    "ParamSpec",
+    "RegistryError",
+    "Statement",
+    "check_claim_map",
+    "check_parameters",
+    "evaluate",
+    "load_registry",
+    "parameters_cell",
+    "parse_parameters",
+    "validate_overrides",
+]
 
 PAPERS = {"lin": "linear", "geo": "geometry", "att": "attention", "perf": "performance"}
 ID_RE = re.compile(r"^(lin|geo|att|perf)-[a-z0-9]+(-[a-z0-9]+)*$")
@@ -67,12 +68,6 @@ STATEMENT_KEYS = ("says", "checked_by")
 #: a ledger claim id as the notebooks write it (ntpcore.figure.claims), without the figure prefix
 CLAIM_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 RESOURCE_KEYS = ("memory_gb", "minutes")
-#: The choice of a string parameter's constraint that admits the path of a UTF-8 text file.
-TEXT_FILE = "<text file>"
-
-
-class RegistryError(ValueError):
-    """figures.yml is malformed or inconsistent with the notebooks."""
 
 
 @dataclass(frozen=True)
@@ -378,187 +373,3 @@ def evaluate(expr: str, params: dict[str, Any], where: str) -> float:
         raise RegistryError(f"{where}: unsupported expression")
 
     return ev(_parse_expression(expr, where))
-
-
-# --------------------------------------------------------------------------- parameters
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """A parameter declared in a notebook's parameters cell."""
-
-    name: str
-    default: Any
-    help: str
-    constraint: str | None
-
-    @property
-    def type_name(self) -> str:
-        return type(self.default).__name__
-
-    @property
-    def choices(self) -> list[str]:
-        """The names a ``[a|b|c]`` constraint allows (``[]`` for other constraints)."""
-        c = (self.constraint or "").strip()
-        if "|" in c or c.isidentifier():
-            return [s.strip() for s in c.split("|")]
-        return []
-
-    def takes_file(self, value: Any) -> bool:
-        """Whether ``value`` is a file path here: the constraint lists ``<text file>`` and
-        ``value`` is a string that is none of its names."""
-        choices = self.choices
-        return TEXT_FILE in choices and isinstance(value, str) and value not in choices
-
-    def check(self, value: Any, source: str, base: Path | None = None) -> Any:
-        """Raise :class:`ParameterError` if ``value`` does not fit this parameter; return
-        it, a file path made absolute (relative to ``base``, default the current directory)."""
-        where = f"parameter {self.name!r} ({source})"
-        _check_type(self.default, value, where)
-        if self.takes_file(value):
-            path = Path(base or Path.cwd()) / Path(value).expanduser()
-            names = [c for c in self.choices if c != TEXT_FILE]
-            if not path.exists():
-                raise ParameterError(
-                    f"{where}: {value!r} is neither one of {names} nor an existing file "
-                    f"({path} does not exist)"
-                )
-            try:
-                read_utf8_text(path, "text file")
-            except DataError as exc:
-                raise ParameterError(f"{where}: {exc}") from exc
-            return str(path.resolve())
-        if self.constraint:
-            items = value if isinstance(value, list) else [value]
-            for item in items:
-                _check_constraint(self.constraint, item, where)
-        return value
-
-
-def _check_type(default: Any, value: Any, where: str) -> None:
-    if default is None:
-        return
-    if isinstance(default, bool):
-        ok = isinstance(value, bool)
-    elif isinstance(default, int):
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif isinstance(default, float):
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if ok and not math.isfinite(value):
-            raise ParameterError(f"{where}: must be finite, got {value!r}")
-    elif isinstance(default, str):
-        ok = isinstance(value, str)
-    elif isinstance(default, list | tuple):
-        ok = isinstance(value, list | tuple)
-        if ok and default:
-            for item in value:
-                _check_type(default[0], item, where + " element")
-    else:
-        ok = type(value) is type(default)
-    if not ok:
-        raise ParameterError(
-            f"{where}: expected {type(default).__name__} like the default {default!r}, "
-            f"got {type(value).__name__} {value!r}"
-        )
-
-
-_CMP = re.compile(r"^(>=|<=|>|<)\s*(-?[0-9.eE+-]+)$")
-_NUM = r"(-?inf|-?[0-9.eE+-]+)"
-_INTERVAL = re.compile(rf"^{_NUM}\s*,\s*{_NUM}$")
-
-
-def _check_constraint(constraint: str, value: Any, where: str) -> None:
-    c = constraint.strip()
-    if m := _CMP.match(c):
-        op, bound = m.group(1), float(m.group(2))
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            return
-        ok = {">": value > bound, ">=": value >= bound, "<": value < bound, "<=": value <= bound}[
-            op
-        ]
-        if not ok:
-            raise ParameterError(f"{where}: must be {op} {m.group(2)}, got {value!r}")
-    elif m := _INTERVAL.match(c):
-        lo, hi = float(m.group(1)), float(m.group(2))
-        if isinstance(value, int | float) and not isinstance(value, bool) and not lo <= value <= hi:
-            raise ParameterError(
-                f"{where}: must lie in [{m.group(1)}, {m.group(2)}], got {value!r}"
-            )
-    elif "|" in c or c.isidentifier():
-        choices = [s.strip() for s in c.split("|")]
-        if str(value) not in choices:
-            raise ParameterError(f"{where}: must be one of {choices}, got {value!r}")
-    else:
-        raise RegistryError(f"{where}: cannot read the constraint [{constraint}]")
-
-
-def parameters_cell(nb_path: Path) -> str:
-    """Source of the cell tagged ``parameters`` (exactly one must exist)."""
-    nb = nbformat.read(nb_path, as_version=4)
-    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
-    if len(cells) != 1:
-        raise RegistryError(
-            f"{nb_path.name}: expected one cell tagged 'parameters', found {len(cells)}"
-        )
-    return cells[0].source
-
-
-def parse_parameters(nb_path: Path) -> dict[str, ParamSpec]:
-    """Read the parameters cell: literal assignments with their comments."""
-    source = parameters_cell(nb_path)
-    comments: dict[int, str] = {}
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            comments[tok.start[0]] = tok.string.lstrip("#").strip()
-    specs: dict[str, ParamSpec] = {}
-    for node in ast.parse(source).body:
-        if not (
-            isinstance(node, ast.Assign | ast.AnnAssign)
-            and isinstance(
-                node.targets[0] if isinstance(node, ast.Assign) else node.target, ast.Name
-            )
-        ):
-            raise RegistryError(
-                f"{nb_path.name}: parameters cell line {node.lineno} is not a simple assignment"
-            )
-        target = node.targets[0] if isinstance(node, ast.Assign) else node.target
-        try:
-            default = ast.literal_eval(node.value)
-        except ValueError as exc:
-            raise RegistryError(
-                f"{nb_path.name}: parameter {target.id!r} must be a literal (line {node.lineno})"
-            ) from exc
-        comment = comments.get(node.lineno, "")
-        if "=" in comment:
-            raise RegistryError(
-                f"{nb_path.name}: the comment of parameter {target.id!r} contains '=', which "
-                f"papermill cannot parse; write [1,inf] instead of [>=1]"
-            )
-        constraint = None
-        if m := re.match(r"^\[([^\]]*)\]\s*(.*)$", comment):
-            constraint, comment = m.group(1), m.group(2)
-        specs[target.id] = ParamSpec(target.id, default, comment, constraint)
-    return specs
-
-
-def validate_overrides(
-    specs: dict[str, ParamSpec],
-    overrides: dict[str, Any],
-    source: str,
-    fig_id: str,
-    base: Path | None = None,
-) -> dict[str, Any]:
-    """Check override keys, types and ranges; raise :class:`ParameterError` naming the key.
-
-    Returns the overrides with file paths made absolute (relative ones are taken from
-    ``base``, default the current directory).
-    """
-    out: dict[str, Any] = {}
-    for key, value in overrides.items():
-        if key not in specs:
-            known = ", ".join(sorted(specs))
-            raise ParameterError(
-                f"{fig_id}: unknown parameter {key!r} ({source}); the notebook declares: {known}"
-            )
-        out[key] = specs[key].check(value, f"{fig_id}, {source}", base)
-    return out

@@ -3,14 +3,16 @@
 ::
 
     python -m ntpcore.reproduce [--profile paper|quick] [--only ID ...]
-                                [--set KEY=VALUE ...] [--jobs N] [--order reuse|registry]
-                                [--scheduler tcp://HOST:PORT] [--list]
+                                [--set KEY=VALUE ...] [--replace] [--jobs N]
+                                [--order reuse|registry] [--scheduler tcp://HOST:PORT]
+                                [--force] [--list]
 
 Every override (registry ``params``, registry ``quick`` and ``--set``) is validated
 against the notebook's ``parameters`` cell before any kernel starts.  Each notebook is
 executed by papermill into a private staging folder; only when it succeeds are its
 executed copy (``book/executed/<id>.ipynb``) and figures (``book/figures/<id>.*``) moved
-into place, so a failing notebook leaves no half-written figure.  The error names the
+into place, all of them or none (a folder that cannot be written leaves the previous files
+as they were), so a failing notebook leaves no half-written figure.  The error names the
 notebook, the cell and the cause.
 
 Every notebook checks the claims its figure illustrates (:mod:`ntpcore.figure.claims`).  The
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
 import json
 import logging
 import os
@@ -241,6 +244,25 @@ def write_run_record(
     return path
 
 
+def _capped_jobs(n_jobs: int, n_figures: int) -> int:
+    """``--jobs``, at most one worker per figure (a note when lowered), with a warning when it
+    exceeds this machine's cores (each kernel runs on one thread: more only compete)."""
+    if n_jobs > n_figures:
+        print(
+            f"note: --jobs {n_jobs} lowered to {n_figures}, one worker per figure",
+            file=sys.stderr,
+        )
+        n_jobs = n_figures
+    cores = os.cpu_count() or 1
+    if n_jobs > cores:
+        print(
+            f"warning: --jobs {n_jobs} is more than this machine's {cores} CPU core(s): the "
+            f"notebooks compete for them, and the run is no faster than with --jobs {cores}",
+            file=sys.stderr,
+        )
+    return n_jobs
+
+
 def _interrupt(signum: int, frame: Any) -> None:
     """SIGTERM and Ctrl-C: stop the run with the runner's one-line message.
 
@@ -281,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         "--jobs",
         type=int,
         default=None,
-        help="notebooks run in parallel on this machine (default 1; not with --scheduler)",
+        help="notebooks run in parallel on this machine (default 1; at most one per figure, "
+        "and more than the CPU cores only compete; not with --scheduler)",
     )
     parser.add_argument(
         "--scheduler",
@@ -303,6 +326,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run even where the estimated memory or time exceeds what this machine has",
     )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="an exploration (--set) replaces the previous exploration of its figure; by "
+        "default the previous one is kept in results/explore/<id>/previous-<n>/",
+    )
     parser.add_argument("--list", action="store_true", help="list the registry and exit")
     args = parser.parse_args(argv)
     try:
@@ -314,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                     ("--only", args.only),
                     ("--set", args.sets),
                     ("--scheduler", args.scheduler is not None),
+                    ("--replace", args.replace),
                 )
                 if v
             ]
@@ -338,13 +368,22 @@ def main(argv: list[str] | None = None) -> int:
         n_jobs = 1 if args.jobs is None else args.jobs
         if n_jobs < 1:
             raise ParameterError(f"--jobs must be >= 1, got {args.jobs}")
+        if args.replace and not args.sets:
+            raise ParameterError(
+                "--replace applies to explorations (--set): a run without --set always "
+                "replaces the book's figure"
+            )
         jobs = order_jobs(
             plan(args.only, args.profile, parse_set(args.sets), registry, args.force), args.order
         )
+        if args.replace:
+            jobs = [dataclasses.replace(job, replace=True) for job in jobs]
         lock = cache.lock_enabled()
     except (ParameterError, RegistryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.scheduler is None:
+        n_jobs = _capped_jobs(n_jobs, len(jobs))
     client, scheduler = None, None
     if args.scheduler is not None:
         try:

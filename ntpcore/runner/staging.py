@@ -1,7 +1,8 @@
 r"""One figure's notebook run by papermill in a private staging folder, then settled: published
-atomically (``book/executed/<id>.ipynb``, ``book/figures/<id>.*``) when it ran and its claims
-hold, kept for reading under ``_build/failed/`` when they do not, with the error naming the
-notebook, the cell and the cause.  The kernels get :data:`KERNEL_ENV` (one thread, a fixed
+(``book/executed/<id>.ipynb``, ``book/figures/<id>.*``) when it ran and its claims hold, all
+files or none (a folder that cannot be written leaves the previous files as they were), kept
+for reading under ``_build/failed/`` when they do not, with the error naming the notebook, the
+cell and the cause.  The kernels get :data:`KERNEL_ENV` (one thread, a fixed
 hash seed, no progress bars).  The same steps serve a local run and a dask worker
 (:func:`stage_on_worker`, :mod:`ntpcore.runner.cluster`).
 """
@@ -24,6 +25,7 @@ from typing import Any
 import nbformat
 
 from ntpcore.core import paths
+from ntpcore.core.io import replace_together
 from ntpcore.errors import ParameterError
 from ntpcore.figure import claims as claims_mod
 from ntpcore.runner import bookrefs
@@ -252,6 +254,8 @@ def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
     except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
         wall = time.perf_counter() - t0
         message = _describe_failure(exc, job.entry.notebook, fig_id)
+        if isinstance(exc, OSError) and not exc.filename:  # e.g. a full disk
+            message += f" (while writing the run's files under {relative_to_root(staging)}/)"
         claims = _read_claims(fig_stage, fig_id) if fig_stage.exists() else ()
         if any(claims_mod.is_blocking(c) for c in claims):
             message += "\n" + _claims_problem(fig_id, job.profile, claims)
@@ -269,21 +273,36 @@ def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
 
 
 def settle(job: Job, staged: Staged, staging: Path, fig_dir: Path, executed_dir: Path) -> Outcome:
-    """Publish a staged run's files (atomically per file, the sidecar last) or keep them
-    for reading under the failed folder; return the outcome with where they went."""
+    """Publish a staged run's files (all or none, the sidecar last) or keep them for reading
+    under the failed folder; return the outcome with where they went."""
     fig_id = job.entry.fig_id
     fig_stage, executed = staging / "figures", staging / f"{fig_id}.ipynb"
     outcome = staged.outcome
     if staged.after == "publish":
+        kept_previous = None
         try:
+            if job.adhoc and not job.replace:
+                kept_previous = _keep_previous(fig_dir, fig_id)
             _publish(executed, fig_stage, fig_dir, executed_dir, fig_id)
-        except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
-            message = _describe_failure(exc, job.entry.notebook, fig_id)
-            if executed.exists():
+        except OSError as exc:
+            if kept_previous is not None:  # links to the files still in place: not needed
+                shutil.rmtree(kept_previous, ignore_errors=True)
+            failed = relative_to_root(Path(exc.filename)) if exc.filename else "?"
+            message = (
+                f"{fig_id}: ran and its claims hold, but it could not be published: "
+                f"{failed}: {exc.strerror or exc}. Nothing of it was published: "
+                f"{relative_to_root(fig_dir)}/ and {relative_to_root(executed_dir)}/ are as "
+                f"they were."
+            )
+            try:
                 kept = _keep_failed(executed, fig_stage, fig_id, job.adhoc)
-                message += f"\n    executed copy with the traceback: {kept}"
+                message += f"\n    its files are kept for reading: {kept}"
+            except OSError as keep:
+                message += f"\n    its files could not be kept either ({keep})"
             return dataclasses.replace(outcome, ok=False, message=message)
         note = f"explored run: {relative_to_root(fig_dir)}/" if job.adhoc else ""
+        if kept_previous is not None:
+            note += f" (the previous exploration kept in {relative_to_root(kept_previous)}/)"
         return dataclasses.replace(outcome, message=note)
     if staged.after == "drop":
         return outcome
@@ -297,6 +316,29 @@ def settle(job: Job, staged: Staged, staging: Path, fig_dir: Path, executed_dir:
             outcome, message=f"{outcome.message}\n    executed copy with the traceback: {kept}"
         )
     return outcome
+
+
+def _keep_previous(explore: Path, fig_id: str) -> Path | None:
+    """Keep the previous exploration of ``fig_id`` (its sidecar, figure files and executed
+    copy in ``explore``) in a new ``explore/previous-<n>/``, numbered on from the last one,
+    as hard links (copies where links are not supported): the files themselves stay in
+    place until the new exploration replaces them.  ``None`` when there is none."""
+    if not (explore / f"{fig_id}.json").is_file():
+        return None
+    files = [p for p in explore.iterdir() if p.is_file() and p.name.startswith(f"{fig_id}.")]
+    taken = [
+        int(p.name.split("-", 1)[1])
+        for p in explore.glob("previous-*")
+        if p.name.split("-", 1)[1].isdigit()
+    ]
+    target = explore / f"previous-{max(taken, default=0) + 1}"
+    target.mkdir()
+    for f in files:
+        try:
+            os.link(f, target / f.name)
+        except OSError:
+            shutil.copy2(f, target / f.name)
+    return target
 
 
 def _read_claims(fig_stage: Path, fig_id: str) -> tuple[dict[str, Any], ...]:
@@ -414,15 +456,15 @@ def _finish_notebook(nb_path: Path) -> tuple[str, ...]:
 def _publish(
     executed: Path, fig_stage: Path, fig_dir: Path, executed_dir: Path, fig_id: str
 ) -> None:
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    executed_dir.mkdir(parents=True, exist_ok=True)
-    # On one file system shutil.move is a rename, atomic per file.  The sidecar goes last, so a
-    # sidecar always describes the figure files beside it.
-    for f in sorted(
+    """Move the figure's files and executed copy into place, all or none
+    (:func:`ntpcore.core.io.replace_together`): the sidecar goes last, so a sidecar always
+    describes the figure files beside it, and a failure leaves the previous ones untouched."""
+    files = sorted(
         fig_stage.iterdir(), key=lambda p: (p.suffix == ".json", p.name == f"{fig_id}.json")
-    ):
-        shutil.move(f, fig_dir / f.name)
-    shutil.move(executed, executed_dir / f"{fig_id}.ipynb")
+    )
+    replace_together(
+        [(f, fig_dir / f.name) for f in files] + [(executed, executed_dir / f"{fig_id}.ipynb")]
+    )
 
 
 def relative_to_root(path: Path) -> str:

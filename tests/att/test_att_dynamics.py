@@ -20,7 +20,7 @@ from ntpcore.att.dynamics import (
     smoothness_bounds,
 )
 from ntpcore.att.oracle import OneLayerAttention, attention_loss, descent_step
-from ntpcore.errors import DataError
+from ntpcore.errors import DataError, ParameterError
 
 
 def _data(seed, n=5, T=9, K=6, d=8):
@@ -182,7 +182,7 @@ def test_problem_rejects_bad_inputs():
     make_problem(E, tok, bad, head="general", loss="ce")  # fine without the identity head
     with pytest.raises(DataError, match=r"\[0, K\)"):
         make_problem(E, tok + 6, lab)
-    with pytest.raises(DataError, match="one of"):
+    with pytest.raises(ParameterError, match="one of"):
         make_problem(E, tok, lab, head="identity", loss="ce")
 
 

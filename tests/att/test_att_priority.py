@@ -17,7 +17,7 @@ from ntpcore.att.priority import (
     scc_structures,
     select_tokens,
 )
-from ntpcore.errors import DataError
+from ntpcore.errors import DataError, ParameterError
 
 
 @pytest.fixture(autouse=True)
@@ -172,8 +172,6 @@ def test_smallest_vocabularies_and_sequences_are_valid():
 @pytest.mark.parametrize(
     ("tokens", "labels", "K", "match"),
     [
-        ([[0]], [0], 0, "K .* must be a positive integer, got 0"),
-        ([[0]], [0], 2.5, "K .* must be a positive integer, got 2.5"),
         ([[0, 1, 4]], [0], 4, r"^tokens contains ids outside \[0, K\) = \[0, 4\): e\.g\. 4"),
         ([[0, 1, 2]], [4], 4, r"^labels contains ids outside \[0, K\) = \[0, 4\): e\.g\. 4"),
         ([[0, 5, 1]], [0], 4, r"e\.g\. 5"),
@@ -186,6 +184,15 @@ def test_smallest_vocabularies_and_sequences_are_valid():
 def test_bad_inputs_give_the_reason_and_the_offending_value(tokens, labels, K, match):
     with pytest.raises(DataError, match=match):
         token_priority_graphs(tokens, labels, K)
+
+
+@pytest.mark.parametrize(
+    ("K", "match"),
+    [(0, r"K \(the vocabulary size\) must lie in \[1, inf\), got 0"), (2.5, "integer, got 2.5")],
+)
+def test_a_vocabulary_size_that_is_not_a_positive_integer_is_a_parameter_error(K, match):
+    with pytest.raises(ParameterError, match=match):
+        token_priority_graphs([[0]], [0], K)
 
 
 def test_integral_float_ids_are_the_same_data():

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -12,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+import users
 
 from ntpcore.core import cache
 from ntpcore.errors import ParameterError
@@ -167,3 +170,124 @@ def test_a_lock_setting_that_is_not_on_or_off_is_refused(monkeypatch):
     monkeypatch.setenv("NTP_CACHE_LOCK", "sometimes")
     with pytest.raises(ParameterError, match="NTP_CACHE_LOCK must be"):
         cache.lock_enabled()
+
+
+# --------------------------------------------------------------------------- shared caches
+# Issue 32: every entry was mode 0600 whatever the umask, so in a cache shared by several users
+# (NTP_CACHE_DIR on a cluster) another user's entries were "corrupt", deleted and recomputed.
+
+
+@contextlib.contextmanager
+def _umask(mask):
+    old = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o002, 0o077], ids=["022", "002", "077"])
+def test_entries_take_the_mode_the_umask_gives(tmp_path, monkeypatch, mask):
+    monkeypatch.setenv("NTP_CACHE_DIR", str(tmp_path))
+    with _umask(mask):
+        _square(_Cfg(3))
+    meta, npz = _entry(tmp_path, _Cfg(3))
+    lock = meta.with_suffix(".lock")
+    for path in (meta, npz, lock):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask, path.name
+    assert stat.S_IMODE(meta.parent.stat().st_mode) == 0o777 & ~mask
+
+
+def _calls_after(cfgs):
+    """In the other user's process: the results of ``_square`` and the calls it made."""
+    CALLS.clear()
+    return [float(_square(c)["total"]) for c in cfgs], list(CALLS)
+
+
+def test_two_users_sharing_a_cache_reuse_each_others_entries(monkeypatch):
+    """Root writes entries under umask 002 in a folder of its group; a second user (uid
+    65534, a member of root's group) reads them without computing, and adds its own, which
+    root then reads: the cache does not thrash."""
+    users.need_root()
+    with users.shared_dir() as shared:
+        monkeypatch.setenv("NTP_CACHE_DIR", str(shared / "cache"))
+        CALLS.clear()
+        with _umask(0o002):
+            _square(_Cfg(7))
+        (values, calls), caught = users.as_another_user(
+            _calls_after, [_Cfg(7), _Cfg(8)], groups=(os.getegid(),), umask=0o002
+        )
+        assert (values, calls, caught) == ([7.0, 8.0], [8], [])  # 7 reused, 8 computed
+        meta8, npz8 = _entry(shared / "cache", _Cfg(8))
+        assert meta8.stat().st_uid == users.NOBODY
+        assert stat.S_IMODE(npz8.stat().st_mode) == 0o664
+        CALLS.clear()
+        np.testing.assert_array_equal(_square(_Cfg(8))["x"], np.arange(8.0) ** 2)
+        assert CALLS == []
+
+
+def test_under_umask_022_another_user_reads_the_entries_and_cannot_add_to_them(monkeypatch):
+    """The README's advice is umask 002 and a shared group; under 022 a second user still
+    reuses every entry, and one it cannot store is computed with a warning, not an error."""
+    users.need_root()
+    with users.shared_dir() as shared:
+        monkeypatch.setenv("NTP_CACHE_DIR", str(shared / "cache"))
+        with _umask(0o022):
+            _square(_Cfg(7))
+        (values, calls), caught = users.as_another_user(_calls_after, [_Cfg(7), _Cfg(9)])
+        assert (values, calls) == ([7.0, 9.0], [9])
+        (message,) = caught
+        assert "computed but not stored in the cache: Permission denied" in message
+        assert "owner root, mode 0755" in message
+        assert not _entry(shared / "cache", _Cfg(9))[0].exists()
+
+
+def test_an_entry_this_user_cannot_read_is_unreadable_not_corrupt_and_left_in_place(
+    tmp_path, monkeypatch
+):
+    """As root: the entry is root's, mode 0600 (what every entry was), in a folder anyone
+    may write (so the second user could delete it), and the second user reads it.  As an
+    ordinary user: the entry is made mode 0000 (the test's own user cannot read it)."""
+    if users.is_root():
+        with users.shared_dir() as shared:
+            _check_unreadable(shared, monkeypatch, other=True)
+    else:
+        _check_unreadable(tmp_path, monkeypatch, other=False)
+
+
+def _check_unreadable(base, monkeypatch, other):
+    monkeypatch.setenv("NTP_CACHE_DIR", str(base / "cache"))
+    _square(_Cfg(6))
+    meta, npz = _entry(base / "cache", _Cfg(6))
+    meta.parent.chmod(0o777)
+    for p in (meta, npz):
+        p.chmod(0o600 if other else 0o000)
+    before = {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in (meta, npz)}
+    if other:
+        (values, calls), caught = users.as_another_user(_calls_after, [_Cfg(6)])
+    else:
+        with pytest.warns(RuntimeWarning) as record:
+            values, calls = _calls_after([_Cfg(6)])
+        caught = [str(w.message) for w in record]
+    assert (values, calls) == ([6.0], [6])  # computed, correctly
+    (message,) = caught
+    assert f"cannot read the cache entry {meta} (Permission denied; owner " in message
+    assert f"mode {0o600 if other else 0:04o}" in message
+    assert "unreadable, not damaged, so it is left in place" in message
+    assert "corrupt" not in message
+    assert {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in (meta, npz)} == before
+
+
+def test_a_damaged_entry_of_another_user_is_never_deleted(monkeypatch):
+    users.need_root()
+    with users.shared_dir() as shared:
+        monkeypatch.setenv("NTP_CACHE_DIR", str(shared / "cache"))
+        _square(_Cfg(5))
+        meta, npz = _entry(shared / "cache", _Cfg(5))
+        meta.parent.chmod(0o777)
+        meta.write_text('{"scalars": ')
+        (values, calls), caught = users.as_another_user(_calls_after, [_Cfg(5)])
+        assert (values, calls) == ([5.0], [5])
+        (message,) = caught
+        assert "belongs to another user (owner root, mode 0644); it is left in place" in message
+        assert meta.read_text() == '{"scalars": ' and npz.exists()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ntpcore.core.optim import init_weights, train
-from ntpcore.errors import DataError, SolverError
+from ntpcore.errors import DataError, ParameterError, SolverError
 
 
 def quad(A: np.ndarray):
@@ -67,13 +67,15 @@ def test_metrics_callback_and_records():
 
 
 def test_errors():
-    with pytest.raises(DataError):
+    with pytest.raises(ParameterError, match="optimizer must be one of"):
         train(quad(np.eye(2)), np.ones((2, 2)), optimizer="sgd")
-    with pytest.raises(DataError):
+    with pytest.raises(ParameterError, match="eta must lie in"):
         train(quad(np.eye(2)), np.ones((2, 2)), eta=-1.0)
+    with pytest.raises(DataError, match="W0 contains NaN"):
+        train(quad(np.eye(2)), np.full((2, 2), np.nan))
     with pytest.raises(SolverError, match="diverged"):
         train(quad(np.eye(2) * 1e3), np.ones((2, 2)), eta=10.0, n_steps=500)
-    with pytest.raises(DataError):
+    with pytest.raises(ParameterError, match="init must be one of"):
         init_weights((2, 2), "xavier")
 
 

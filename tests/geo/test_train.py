@@ -158,3 +158,23 @@ def test_recorded_metrics_are_consistent(synth: ContextDataset) -> None:
     assert r["W"].shape == (len(r["epoch"]), synth.V, 16)
     assert r["H"].shape == (len(r["epoch"]), 16, synth.m)
     assert np.any(r["b"][-1] != 0)  # the LSTM output bias trains
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"lr_gamma": -1.0}, r"lr_gamma must lie in \(0, 1\], got -1.0"),
+        ({"lr_gamma": 0.0}, r"lr_gamma must lie in \(0, 1\]"),
+        ({"lr_gamma": 1.5}, r"lr_gamma must lie in \(0, 1\]"),
+        ({"lr": float("nan")}, "finite"),
+        ({"lr_milestones": (50, 25)}, "lr_milestones must be increasing"),
+        ({"lr_milestones": (-1, 25)}, "lr_milestones must be increasing and >= 0"),
+    ],
+)
+def test_a_schedule_that_would_ascend_is_refused(change, message):
+    """Issue 32: lr_gamma=-1 was accepted; every other phase of the training then ascended
+    the loss, and the error blamed three theory claims."""
+    from ntpcore.errors import DataError
+
+    with pytest.raises(DataError, match=message):
+        gt.AdamWProtocol(**change)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ntpcore import lin
-from ntpcore.errors import DataError, NTPError
+from ntpcore.errors import DataError, NTPError, ParameterError
 
 
 # ----------------------------------------------------------------------------- check 1-2
@@ -136,7 +136,7 @@ def test_bad_W_and_pi():
         lin.ce_W(np.zeros((3, 3)), GOOD_H, GOOD_P)
     with pytest.raises(DataError, match="sum to 1"):
         lin.ce_W(np.zeros((2, 3)), GOOD_H, GOOD_P, np.ones(3))
-    with pytest.raises(DataError):
+    with pytest.raises(ParameterError, match=r"support size S must lie in \[1, 10\]"):
         lin.make_synthetic(S=11, V=10)
     with pytest.raises(NTPError):
         lin.ntp_svm(GOOD_H, GOOD_P, solver="nope")

@@ -271,6 +271,99 @@ def test_bad_overrides_name_the_parameter(specs, overrides, message):
         registry.validate_overrides(specs, overrides, "--set", "lin-test")
 
 
+RANGES = """\
+fig_id = "lin-ranges"  # key
+profile = "paper"  # [paper|quick] profile
+tol = 1e-5  # (0,1) open at both ends
+lr = 2e-3  # (0,inf) positive
+gamma = 0.4  # (0,1] half-open
+decay = 1e-6  # [0,inf) half-open the other way
+vocab_size = 10  # [2,inf] V
+support_size = 6  # [1,vocab_size] at most V
+n_steps = 100  # [1,inf] steps
+milestones = [25, 50]  # [1,n_steps) {increasing} where the rate falls
+angle = 10.0  # [0,360) degrees
+note = 1  # (the paper's value) a parenthesis that is not an interval is help
+dataset = "random-5"  # [acyclic|cyclic|random-<int>] a toy or a random set
+scheduler = ""  # [|<address>] empty, or a dask scheduler
+"""
+
+
+@pytest.fixture()
+def ranges(tmp_path):
+    return registry.parse_parameters(write_notebook(tmp_path / "lin_ranges.ipynb", RANGES))
+
+
+def test_open_and_half_open_intervals_and_qualifiers_are_parsed(ranges):
+    assert ranges["tol"].constraint == "(0,1)" and ranges["tol"].help == "open at both ends"
+    assert ranges["decay"].constraint == "[0,inf)"
+    assert ranges["support_size"].bound_names == ["vocab_size"]
+    assert ranges["milestones"].flags == ("increasing",)
+    assert ranges["milestones"].help == "where the rate falls"
+    assert ranges["note"].constraint is None
+    assert (
+        ranges["note"].help == "(the paper's value) a parenthesis that is not an interval is help"
+    )
+    assert ranges["scheduler"].choices == ["", "<address>"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"tol": 0.0}, r"'tol'.*must lie in \(0, 1\), got 0.0"),
+        ({"tol": 1}, r"'tol'.*must lie in \(0, 1\), got 1"),
+        ({"lr": -1}, r"'lr'.*must lie in \(0, inf\), got -1"),
+        ({"gamma": -1}, r"'gamma'.*must lie in \(0, 1\], got -1"),
+        ({"gamma": 0}, r"'gamma'.*\(0, 1\]"),
+        ({"decay": -1e-9}, r"'decay'.*\[0, inf\)"),
+        ({"support_size": 11}, r"'support_size'.*\[1, vocab_size\] \(vocab_size = 10 here\)"),
+        ({"vocab_size": 5}, r"'support_size' \(lin-ranges, the notebook's default\).*= 5 here"),
+        ({"milestones": [50, 25]}, r"'milestones'.*strictly increasing"),
+        ({"milestones": [25, 100]}, r"'milestones'.*\[1, n_steps\) \(n_steps = 100 here\)"),
+        ({"milestones": []}, r"'milestones'.*at least one element"),
+        ({"angle": 360.0}, r"'angle'.*\[0, 360\)"),
+        ({"dataset": "random-x"}, r"'dataset'.*one of \['acyclic', 'cyclic', 'random-<int>'\]"),
+        ({"scheduler": "host:8786"}, r"'scheduler'.*one of \['\"\"', '<address>'\]"),
+    ],
+)
+def test_a_value_out_of_its_range_is_refused_naming_where_it_came_from(ranges, overrides, message):
+    params = {k: s.default for k, s in ranges.items()}
+    with pytest.raises(ParameterError, match=message):
+        given = registry.validate_overrides(ranges, overrides, "--set", "lin-ranges")
+        sources = {k: "--set" for k in given}
+        registry.check_parameters(ranges, params | given, sources, "lin-ranges")
+
+
+def test_values_inside_their_ranges_pass(ranges):
+    params = {k: s.default for k, s in ranges.items()}
+    good = {
+        "tol": 0.5,
+        "gamma": 1,
+        "decay": 0,
+        "support_size": 10,
+        "dataset": "random-12",
+        "scheduler": "tcp://10.0.0.5:8786",
+        "milestones": [1, 99],
+        "angle": 0,
+    }
+    given = registry.validate_overrides(ranges, good, "--set", "lin-ranges")
+    registry.check_parameters(ranges, params | given, {}, "lin-ranges")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("n = 1  # [1,m] m is not a parameter", "names 'm', which is no numeric parameter"),
+        ('n = 1  # [1,s] s\ns = "a"  # [a|b] s', "names 's', which is no numeric parameter"),
+        ("n = [1]  # [1,inf] {sorted} n", r"unknown qualifier\(s\) \['sorted'\]"),
+    ],
+)
+def test_a_range_that_cannot_be_read_is_a_registry_error(tmp_path, line, message):
+    nb = write_notebook(tmp_path / "lin_bad.ipynb", f"fig_id = 'lin-bad'  # id\n{line}\n")
+    with pytest.raises(registry.RegistryError, match=message):
+        registry.parse_parameters(nb)
+
+
 def test_comments_with_equals_signs_are_rejected(tmp_path):
     nb = write_notebook(tmp_path / "lin_eq.ipynb", "fig_id = 'lin-eq'  # id\nn = 1  # [>=1] n\n")
     with pytest.raises(registry.RegistryError, match=r"\[1,inf\]"):
@@ -612,6 +705,17 @@ def test_a_file_parameter_is_refused_before_any_kernel_starts(
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ParameterError, match=message):
         registry.validate_overrides(file_specs, {"corpus": "bad.txt"}, "--set", "geo-test")
+
+
+def test_an_empty_file_parameter_is_refused_as_empty(file_specs, tmp_path, monkeypatch):
+    """Issue 32: --set corpus= said "'/path/to/checkout' is not a file"."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ParameterError) as info:
+        registry.validate_overrides(file_specs, {"corpus": ""}, "--set", "geo-test")
+    assert str(info.value) == (
+        "parameter 'corpus' (geo-test, --set): empty; give one of ['builtin', 'other'] or a "
+        "text file"
+    )
 
 
 def test_the_runner_gives_the_kernel_an_absolute_path(tmp_path, monkeypatch):

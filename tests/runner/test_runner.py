@@ -3,8 +3,10 @@ checked together, nan/inf are read as typed, and an interruption leaves nothing 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -82,6 +84,8 @@ def test_a_notebook_run_by_hand_writes_the_explore_folder(tmp_path, monkeypatch,
         (["--list", "--order", "registry"], "--list takes no other option"),
         (["--only", FIG, "--order", "longest"], "--order must be one of"),
         (["--only", FIG, "--set", "seed=1", "--set", "seed=2"], "given twice"),
+        (["--only", FIG, "--replace"], "--replace applies to explorations (--set)"),
+        (["--list", "--replace"], "--list takes no other option"),
     ],
 )
 def test_flags_are_checked_together_before_anything_runs(monkeypatch, capsys, argv, message):
@@ -90,6 +94,36 @@ def test_flags_are_checked_together_before_anything_runs(monkeypatch, capsys, ar
     assert reproduce.main(argv) == 2
     assert message in capsys.readouterr().err
     assert started == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "cores", "ran_with", "err"),
+    [
+        (["--only", FIG, "--jobs", "40"], 2, 1, ["note: --jobs 40 lowered to 1, one worker"]),
+        (
+            ["--jobs", "40"],
+            2,
+            len(REG),
+            [
+                f"note: --jobs 40 lowered to {len(REG)}, one worker per figure",
+                f"warning: --jobs {len(REG)} is more than this machine's 2 CPU core(s)",
+            ],
+        ),
+        (["--only", FIG, "lin-reg-path", "--jobs", "2"], 1, 2, ["is more than this machine's 1"]),
+        (["--only", FIG, "lin-reg-path", "--jobs", "2"], 2, 2, []),
+    ],
+)
+def test_jobs_are_capped_at_the_figures_and_warned_above_the_cores(
+    dirs, monkeypatch, capsys, argv, cores, ran_with, err
+):
+    """Issue 32: --jobs 40 forked 40 workers on 2 cores."""
+    ran = []
+    monkeypatch.setattr(reproduce, "execute", lambda jobs, n: ran.append(n) or [])
+    monkeypatch.setattr(reproduce.os, "cpu_count", lambda: cores)
+    assert reproduce.main(argv) == 0  # (dirs: the run record goes to a temporary folder)
+    assert ran == [ran_with]
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln]
+    assert len(lines) == len(err) and all(e in ln for e, ln in zip(err, lines, strict=True))
 
 
 def _ids(jobs):
@@ -129,6 +163,12 @@ def test_nan_and_inf_are_read_as_users_type_them():
     spec = registry.ParamSpec("step_size", 0.5, "eta", "[>0]")
     with pytest.raises(ParameterError, match="must be finite, got nan"):
         spec.check(parsed["a"], "--set")
+
+
+def test_a_whole_number_with_an_exponent_is_a_count():
+    parsed = planning.parse_set(["a=1e8", "b=1E3", "c=1.0e8", "d=2.5e3", "e=2e-3", "f=-1e2"])
+    assert parsed == {"a": 10**8, "b": 1000, "c": 1e8, "d": 2500.0, "e": 2e-3, "f": -100}
+    assert [type(v) for v in parsed.values()] == [int, int, float, float, float, int]
 
 
 SCRIPT = textwrap.dedent(
@@ -175,26 +215,54 @@ def test_sigterm_says_what_was_kept_and_leaves_no_staging_folder(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("fig_id", "override"),
+    ("fig_id", "override", "need"),
     [
-        ("lin-gd-direction", "n_steps=1000000000000"),
-        ("lin-next-token-dists", "vocab_size=10000000"),
+        ("lin-gd-direction", "n_steps=1000000000000", "GB of memory and this machine has"),
+        ("lin-next-token-dists", "vocab_size=10000000", "GB of memory and this machine has"),
+        # issue 32: these three blamed vocab_size, which the user had not touched
+        ("lin-next-token-dists", "dim=1e8", "GB of memory and this machine has"),
+        ("lin-next-token-dists", "n_contexts=1e8", "GB of memory and this machine has"),
+        ("geo-corpus-scale", "n_steps=1e9", "hours, more than the 24 hours a run may take"),
     ],
 )
-def test_parameters_beyond_this_machine_are_refused_before_any_kernel_starts(
-    monkeypatch, capsys, fig_id, override
+def test_parameters_beyond_this_machine_are_refused_naming_the_one_set_and_a_value_that_fits(
+    monkeypatch, capsys, fig_id, override, need
 ):
     started = []
     monkeypatch.setattr(reproduce, "execute", lambda jobs, n: started.append(jobs) or [])
     assert reproduce.main(["--only", fig_id, "--set", override]) == 2
     err = capsys.readouterr().err
-    assert "GB of memory and this machine has" in err and "--force" in err
+    assert need in err and "--force" in err
     name = override.split("=")[0]
-    assert f"it grows with {name} (= " in err  # the parameter that drives it (issue 22)
+    assert f"it grows with {name} = " in err and "(you set it)" in err
+    fits = re.search(rf"{name} = ([0-9,]+) fits", err)
+    assert fits, err
     assert started == []
-    # --force lets a user try anyway (the estimate is only an estimate)
+    # the value it names fits, and --force lets a user try anyway (it is only an estimate)
+    value = int(fits.group(1).replace(",", ""))
+    assert reproduce.main(["--only", fig_id, "--set", f"{name}={value}"]) == 0
     assert reproduce.main(["--only", fig_id, "--set", override, "--force"]) == 0
-    assert len(started) == 1
+    assert len(started) == 2
+
+
+def test_beyond_this_machine_with_the_registrys_values_names_the_largest_contributor(
+    monkeypatch,
+):
+    entry = registry.FigureEntry(
+        "lin-x", "lin", "-", "t", "n", (), resources={"memory_gb": "1e-9 * a * b * b"}
+    )
+    monkeypatch.setattr(planning, "machine_memory_gb", lambda: 1.0)
+    params = {"a": 1000, "b": 1000, "c": 5}
+    with pytest.raises(ParameterError) as info:
+        planning.check_resources(entry, params, force=False)
+    message = str(info.value)
+    assert "it grows with b = 1,000 (the largest contributor): b = 894 fits" in message
+    assert planning.check_resources(entry, {**params, "b": 894}, force=False)
+    with pytest.raises(ParameterError, match="b = 1,000 .you set it.: b = 894 fits"):
+        planning.check_resources(entry, params, force=False, before={**params, "b": 10})
+    with pytest.raises(ParameterError, match="no value of a fits with the other parameters"):
+        big = {**params, "b": 10**6}
+        planning.check_resources(entry, big, False, {**big, "a": 1})
 
 
 def test_every_registered_figure_fits_this_machine_in_both_profiles():
@@ -253,9 +321,10 @@ def test_a_run_leaves_a_record_of_its_elapsed_time_and_cache_state(dirs, monkeyp
     (path,) = (dirs / "book-figures" / "runs").glob("*-quick.json")
     assert f"run record {path}" in capsys.readouterr().out.replace("\n", "")
     rec = json.loads(path.read_text())
+    # the workers that ran: --jobs 2 for one figure is one worker (issue 32)
     assert (rec["profile"], rec["jobs"], rec["order"], rec["only"], rec["complete"]) == (
         "quick",
-        2,
+        1,
         "reuse",
         ["lin-rt"],
         False,
@@ -530,3 +599,21 @@ def test_the_corpus_scale_figure_runs_on_a_readers_text(dirs, monkeypatch, capsy
     assert any(c["status"] == "pass" for c in sidecar["claims"])
     assert (explore / "geo-corpus-scale.png").exists()
     assert not (dirs / "book-figures").exists()
+
+
+def test_a_full_disk_while_a_notebook_runs_names_where_it_was_writing(dirs, monkeypatch):
+    """Issue 32, item 7: the disk-full error named no file."""
+    import papermill
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(papermill, "execute_notebook", full)
+    entry = registry.FigureEntry("lin-rt", "lin", "-", "t", str(_notebook(dirs / "a.ipynb")), ())
+    job = planning.Job(entry, "quick", {"fig_id": "lin-rt", "profile": "quick"})
+    outcome = staging.run_job(job, progress=False)
+    assert not outcome.ok
+    assert re.search(
+        r"No space left on device \(while writing the run's files under _build/ntp-\d+-lin-rt-",
+        outcome.message,
+    ), outcome.message

@@ -67,6 +67,19 @@ class AdamWProtocol:
         if self.n_steps < 0 or self.dim < 1 or self.lr <= 0 or self.weight_decay < 0:
             raise DataError("need n_steps >= 0, dim >= 1, lr > 0 and weight_decay >= 0")
         object.__setattr__(self, "lr_milestones", tuple(int(k) for k in self.lr_milestones))
+        _check_schedule(self)
+
+
+def _check_schedule(cfg: AdamWProtocol) -> None:
+    """The learning-rate schedule: a finite rate and decay, a decay factor in (0, 1] (one
+    below 0 makes every other phase ascend the loss), increasing non-negative milestones."""
+    if not (math.isfinite(cfg.lr) and math.isfinite(cfg.weight_decay)):
+        raise DataError(f"lr and weight_decay must be finite, got {cfg.lr}, {cfg.weight_decay}")
+    if not 0 < cfg.lr_gamma <= 1:
+        raise DataError(f"lr_gamma must lie in (0, 1], got {cfg.lr_gamma}")
+    m = cfg.lr_milestones
+    if any(k < 0 for k in m) or any(b <= a for a, b in zip(m, m[1:], strict=False)):
+        raise DataError(f"lr_milestones must be increasing and >= 0, got {list(m)}")
 
 
 @dataclass(frozen=True)

@@ -288,31 +288,56 @@ def _dual_polish(
     return best, P_best, steps
 
 
+#: entries of one block of the Anderson history: the history is stored in float32 (half the
+#: memory and memory traffic) and widened to float64 a block at a time, in cache
+_HIST_BLOCK = 2**14
+
+
 def _anderson_update(
     H: NDArray[np.float64],
-    dG: NDArray[np.float64],
+    dG: NDArray[np.float32],
     slot: int,
     k: int,
     g: NDArray[np.float64],
     rhs_prev: NDArray[np.float64] | None,
 ) -> NDArray[np.float64]:
     """Refresh row/column ``slot`` of the Gram matrix ``H = dG dG^T`` of the first ``k`` rows
-    and return the Anderson right-hand side ``dG g``, reading ``dG`` once.
+    and return the Anderson right-hand side ``dG g``, reading ``dG`` once (sums in float64).
 
     ``dG[slot] = g - g_prev`` and every other row is unchanged since ``rhs_prev = dG g_prev``
-    was computed, so ``dG[i] . dG[slot] = (dG g)_i - (rhs_prev)_i`` for ``i != slot``;
-    ``rhs_prev=None`` (no previous right-hand side) computes the row directly.
+    was computed, so ``dG[i] . dG[slot] = (dG g)_i - (rhs_prev)_i`` for ``i != slot``, up to
+    the float32 rounding of ``dG[slot]`` (a relative ``6e-8`` of a difference: immaterial to
+    the least-squares weights); ``rhs_prev=None`` (no previous right-hand side) computes the
+    row directly.
     """
-    rhs = dG[:k] @ g
-    if rhs_prev is None or rhs_prev.size < k - 1:
-        col = dG[:k] @ dG[slot]
-    else:
-        col = np.empty(k)
+    direct = rhs_prev is None or rhs_prev.size < k - 1
+    rhs = np.zeros(k)
+    col = np.zeros(k)
+    diag = 0.0
+    for b0 in range(0, g.size, _HIST_BLOCK):
+        blk = slice(b0, b0 + _HIST_BLOCK)
+        D = dG[:k, blk].astype(np.float64)
+        rhs += D @ g[blk]
+        if direct:
+            col += D @ D[slot]
+        else:
+            diag += float(D[slot] @ D[slot])
+    if not direct:
         col[: rhs_prev.size] = rhs[: rhs_prev.size] - rhs_prev
-        col[slot] = float(dG[slot] @ dG[slot])
+        col[slot] = diag
     H[slot, :k] = col
     H[:k, slot] = col
     return rhs
+
+
+def _anderson_combine(
+    gamma: NDArray[np.float64], dF: NDArray[np.float32], out: NDArray[np.float64]
+) -> None:
+    """``out = gamma @ dF[:k]`` (``k = gamma.size``) in float64, a block of ``dF`` at a time."""
+    k = gamma.size
+    for b0 in range(0, out.size, _HIST_BLOCK):
+        blk = slice(b0, b0 + _HIST_BLOCK)
+        np.matmul(gamma, dF[:k, blk].astype(np.float64), out=out[blk])
 
 
 def solve_nuclear_svm_scale(
@@ -323,30 +348,34 @@ def solve_nuclear_svm_scale(
     check_every: int = 10,
     memory: int = 8,
     rho: float | None = None,
+    relax: float = 1.5,
     polish_steps: int = 12,
     max_seconds: float | None = None,
     log: Callable[[dict[str, float]], None] | None = None,
-    single_until: float = 1e-4,
+    single_until: float = 3e-5,
 ) -> NuclearSVMResult:
-    """Nuclear-norm NTP-SVM for large vocabularies (Anderson-accelerated Douglas-Rachford).
+    r"""Nuclear-norm NTP-SVM for large vocabularies (Anderson-accelerated Douglas-Rachford).
 
     Parameters
     ----------
     S : (V, m) bool or 0/1 support matrix.
     tol : relative duality gap certified at exit.
     max_iter : iteration limit.
-    check_every : iterations between (estimated) gap evaluations.
+    check_every : iterations between (estimated) gap evaluations; every 2 iterations once
+        an evaluated gap is within ``30 tol`` (the certificate is then near).
     memory : Anderson memory (0: plain Douglas-Rachford, i.e. ADMM).
     rho : penalty (default: from the scale of the centred support).
+    relax : relaxation :math:`\lambda\in(0,2)` of the Douglas-Rachford step
+        :math:`v\leftarrow v+\lambda(x-z)` (1: the plain step; the fixed points are the same).
     polish_steps : most alternating projections per dual polish (0: certificate from the
         Douglas-Rachford dual alone).
     max_seconds : optional wall-time limit.
     log : called at every gap evaluation with iteration, (estimated) gap, primal, dual,
         fixed-point residual and the number of polish steps taken.
     single_until : the SVT runs in single precision while the fixed-point residual
-        ``||T(v) - v||_F`` is above ``single_until * ||Z0||_F`` (``Z0`` the start) and for at
-        most ``max_iter // 2`` iterations (0: double precision throughout); the gap is
-        evaluated and certified in double precision only.
+        ``||T(v) - v||_F`` is above ``single_until * ||Z0||_F`` (``Z0`` the start), still falls
+        by 20% every 5 iterations, and for at most ``max_iter // 2`` iterations (0: double
+        precision throughout); the gap is evaluated and certified in double precision only.
 
     Returns
     -------
@@ -379,7 +408,7 @@ def solve_nuclear_svm_scale(
     support = np.nonzero(Sr)
     # Anderson memory: differences of residuals g_i = T(v_i) - v_i and of T(v_i) (ring
     # buffers) and the Gram matrix of the former, refreshed one row per iteration
-    dG = np.empty((max(memory, 1), Z0.size))
+    dG = np.empty((max(memory, 1), Z0.size), dtype=np.float32)
     dF = np.empty_like(dG)
     H = np.zeros((max(memory, 1), max(memory, 1)))
     n_hist = 0
@@ -397,13 +426,14 @@ def solve_nuclear_svm_scale(
     y32 = np.empty(v.shape, dtype=np.float32) if single else None
     x32 = np.empty_like(y32) if single else None
     switch_res = single_until * float(np.linalg.norm(Z0))
+    res_hist: list[float] = []
     rhs_prev: NDArray[np.float64] | None = None  # the last Anderson right-hand side, dG prev_g
     # best feasible primal and best dual-feasible point met so far (estimated values)
     best_primal: tuple[float, NDArray[np.float64]] = (np.inf, Z0)
     best_dual: tuple[float, NDArray[np.float64]] = (-np.inf, Z0)
     certified: tuple[NDArray[np.float64], float, NDArray[np.float64], float] | None = None
     gap = np.inf
-    it = 0
+    it = last_check = 0
     for it in range(1, max_iter + 1):
         z, alpha = _project_columns(vy, Sr, omega, delta, alpha, out=z, support=support)
         np.subtract(z, vy, out=vy)
@@ -415,11 +445,19 @@ def solve_nuclear_svm_scale(
             np.copyto(x, x32)
         else:
             x, nuc_x = _svt_nuc(y, 1.0 / rho, out=x)
-        np.subtract(x, z, out=g)  # fixed-point residual T(v) - v
+        # relaxed step: T(v) = v + relax (x - z), with v = 2z - y
+        np.subtract(x, z, out=g)
+        if relax != 1.0:
+            g *= relax  # fixed-point residual T(v) - v
         np.subtract(z, y, out=f)
-        f += x  # T(v)
+        f += z
+        f += g  # T(v)
         res = float(np.linalg.norm(g))
-        if single and (res < switch_res or it > max_iter // 2):  # (the latter: a failsafe)
+        # double precision once the residual is small, or once single precision stalls (5
+        # iterations gaining less than 20%: its rounding is then what the residual measures)
+        res_hist.append(res)
+        stalled = len(res_hist) > 5 and res > 0.8 * res_hist[-6]
+        if single and (res < switch_res or stalled or it > max_iter // 2):  # (a failsafe)
             single, y32, x32 = False, None, None
         # safeguard: an accelerated state must not increase the residual; restart the
         # memory from the last accepted state's T(v)
@@ -429,7 +467,9 @@ def solve_nuclear_svm_scale(
             continue
         # no gap evaluation in the single-precision phase: its residual is far above what a
         # certificate needs
-        if it % check_every == 0 and not single:
+        due = it % check_every == 0 or (gap <= 30.0 * tol and it - last_check >= 2)
+        if due and not single:
+            last_check = it
             primal = _nuclear_estimate(z)
             if primal < best_primal[0]:
                 best_primal = (primal, z.copy())
@@ -492,8 +532,13 @@ def solve_nuclear_svm_scale(
         # type-II Anderson: gamma = argmin ||g - dG^T gamma||, v+ = T(v) - dF^T gamma
         Hk = H[:k, :k].copy()
         Hk[np.diag_indices(k)] += 1e-12 * np.trace(Hk) + 1e-300
-        gamma = scipy.linalg.solve(Hk, rhs, assume_a="pos", check_finite=False)
-        np.matmul(gamma, dF[:k], out=vy.reshape(-1))
+        try:
+            gamma = scipy.linalg.solve(Hk, rhs, assume_a="pos", check_finite=False)
+        except np.linalg.LinAlgError:  # a degenerate history: plain step, memory restarted
+            np.copyto(vy, prev_f)
+            n_hist, rhs_prev = 0, None
+            continue
+        _anderson_combine(gamma, dF, vy.reshape(-1))
         np.subtract(prev_f, vy, out=vy)
     if certified is None:
         gap_txt = "no gap evaluated" if not np.isfinite(gap) else f"relative duality gap {gap:.2e}"

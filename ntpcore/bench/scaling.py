@@ -1,0 +1,242 @@
+r"""``python -m ntpcore.bench --only geo-scaling``: how the nuclear-norm SVM solver's time and
+memory grow with the number of contexts ``m``, on each support law.
+
+The large-vocabulary solver (:func:`ntpcore.geo.svm_scale.solve_nuclear_svm_scale`, certified
+relative duality gap ``1e-6``) on the supports of :func:`ntpcore.bench.solvers.geo_supports`
+at ``V = 1000`` words and ``m`` = 1,000 ... 20,000 contexts, one law at a time.  Each point
+runs in a child process of its own with a time limit, which records the wall time of every
+run (the first, then more while they fit in ``budget_s``: the spread of repeated runs), the
+iterations, the certified gap, the reduced size (word classes x distinct supports: the
+problem the solver iterates on) and the child's peak resident memory.  A law stops at its
+first point that runs out of time or memory (larger ``m`` can only take longer).
+
+:func:`growth` fits, per law, :math:`t\approx c\,m^b` to the two largest measured points and
+:math:`\text{peak}\approx a+c\,m` to the measured points, and extrapolates from them the
+largest ``m`` certified within ``budget`` seconds on a machine of ``memory_gb`` GB (the
+smaller of the two bounds): an *extrapolation*, marked as such, unless a measured point
+reaches the budget.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from ntpcore.bench.timing import Timing
+
+#: vocabulary size, contexts and laws of the section
+V = 1000
+M_VALUES = (1000, 2000, 5000, 10000, 20000)
+LAWS = ("distinct", "zipf1.1-k4", "zipf1.5-k4", "zipf1.1-k8", "wiki")
+#: the machine the largest ``m`` is stated for: memory and time budget of one solve
+MACHINE_GB = 24.0
+BUDGET_S = 600.0
+#: the certified relative duality gap
+TOL = 1e-6
+
+
+def blas_info() -> dict[str, str]:
+    """The OpenBLAS kernels numpy's and scipy's own OpenBLAS libraries chose on this machine
+    (``"SkylakeX"``: the AVX-512 kernels, ``"Haswell"`` / ``"Zen"``: AVX2) and their
+    threads, e.g. ``{"numpy": "SkylakeX, 1 thread", "scipy": "SkylakeX, 1 thread"}``; the
+    solver's dense products run in numpy's, its eigendecompositions in scipy's.  Empty
+    when the libraries are not the wheels' OpenBLAS (another BLAS, or none found)."""
+    import ctypes
+    import glob
+    import os
+
+    import scipy
+    import scipy.linalg  # noqa: F401  (loads scipy's BLAS)
+
+    out: dict[str, str] = {}
+    for name, pkg, suffix in (("numpy", np, "64_"), ("scipy", scipy, "")):
+        libs = os.path.join(os.path.dirname(os.path.dirname(pkg.__file__)), f"{name}.libs")
+        for path in glob.glob(os.path.join(libs, "libscipy_openblas*.so")):
+            try:
+                lib = ctypes.CDLL(path)
+                core = getattr(lib, f"scipy_openblas_get_corename{suffix}")
+                threads = getattr(lib, f"scipy_openblas_get_num_threads{suffix}")
+            except (OSError, AttributeError):
+                continue
+            core.restype = ctypes.c_char_p
+            n = int(threads())
+            out[name] = f"{core().decode()}, {n} thread{'s' * (n != 1)}"
+    return out
+
+
+def _peak_mb() -> float:
+    """Peak resident memory of this process in MB (ru_maxrss: KiB on Linux, bytes on macOS)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024**2 if sys.platform == "darwin" else 1024)
+
+
+def _child(law: str, v: int, m: int, repeats: int, budget_s: float) -> dict[str, Any]:
+    """Run in a child process: the point ``(law, v, m)``, timed ``repeats`` times at most."""
+    from ntpcore.bench.solvers import geo_supports
+    from ntpcore.geo.svm_problem import reduce_support
+    from ntpcore.geo.svm_scale import solve_nuclear_svm_scale
+
+    S = geo_supports(v, m, law, seed=0)
+    r, u = reduce_support(S).Sr.shape
+    times: list[float] = []
+    t_start = time.perf_counter()
+    sol = None
+    while len(times) < repeats:
+        t0 = time.perf_counter()
+        sol = solve_nuclear_svm_scale(S, tol=TOL)
+        times.append(time.perf_counter() - t0)
+        if time.perf_counter() - t_start + float(np.median(times)) > budget_s:
+            break
+    assert sol is not None
+    return {
+        **Timing(tuple(times)).as_dict(),
+        "status": "ok",
+        "gap": float(sol.gap),
+        "violation": float(sol.violation),
+        "iterations": int(sol.iterations),
+        "objective": float(sol.objective),
+        "shape": [int(n) for n in S.shape],
+        "reduced_shape": [int(r), int(u)],
+        "peak_rss_mb": _peak_mb(),
+    }
+
+
+def _run_child(law: str, v: int, m: int, repeats: int, budget_s: float, timeout: float) -> dict:
+    """One point in a child process; a time limit or running out of memory is recorded."""
+    cmd = [sys.executable, "-m", "ntpcore.bench.scaling", law, str(v), str(m), str(repeats)]
+    cmd.append(str(budget_s))
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": f"timeout after {timeout:.0f} s", "median": None}
+    if out.returncode != 0:
+        reason = (
+            "out of memory"
+            if out.returncode in (-9, 137)
+            else (out.stderr.strip().splitlines() or ["failed"])[-1][:200]
+        )
+        return {"status": reason, "median": None}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _wiki_limit(v: int) -> int:
+    """How many contexts the Wikipedia sample has at vocabulary ``v`` (law ``wiki``)."""
+    from ntpcore.geo.experiments.scale import CorpusConfig, full_dataset
+
+    return int(full_dataset(CorpusConfig(vocab_size=v)).m)
+
+
+def bench_scaling(
+    m_values: tuple[int, ...] = M_VALUES,
+    laws: tuple[str, ...] = LAWS,
+    *,
+    v: int = V,
+    repeats: int = 3,
+    budget_s: float = 240.0,
+    max_seconds: float = 1800.0,
+) -> dict[str, Any]:
+    """Every point ``(law, m)`` in a child process (``max_seconds`` its time limit, a run
+    repeated up to ``repeats`` times while the runs fit in ``budget_s``); returns the rows
+    and the growth fits of :func:`growth`."""
+    from tqdm.auto import tqdm
+
+    rows: list[dict[str, Any]] = []
+    for law in laws:
+        limit = _wiki_limit(v) if law == "wiki" else None
+        stopped = ""
+        for m in tqdm(m_values, desc=f"geo-scaling {law}"):
+            row: dict[str, Any] = {"law": law, "V": v, "m": int(m)}
+            if limit is not None and m > limit:
+                row["specialised"] = {
+                    "status": f"the corpus has {limit:,} qualifying contexts",
+                    "median": None,
+                }
+            elif stopped:
+                row["specialised"] = {"status": stopped, "median": None}
+            else:
+                res = _run_child(law, v, m, repeats, budget_s, max_seconds)
+                if res.get("median") is None:
+                    stopped = f"skipped (m = {m:,}: {res['status']})"
+                row["specialised"] = res
+            rows.append(row)
+    return {
+        "V": v,
+        "tol": TOL,
+        "time_limit_s": max_seconds,
+        "rows": rows,
+        "growth": growth(rows),
+    }
+
+
+def _fit_power(ms: list[float], ts: list[float]) -> tuple[float, float]:
+    """``(c, b)`` of ``t = c m^b`` through the two largest points (log-log)."""
+    (m1, t1), (m2, t2) = sorted(zip(ms, ts, strict=True))[-2:]
+    b = math.log(t2 / t1) / math.log(m2 / m1)
+    return t2 / m2**b, b
+
+
+def growth(
+    rows: list[dict[str, Any]], budget_s: float = BUDGET_S, memory_gb: float = MACHINE_GB
+) -> dict[str, dict[str, Any]]:
+    r"""Per law, from its measured points: the time exponent ``b`` of :math:`t=c\,m^b`
+    (the two largest points), the memory slope (MB per 1,000 contexts, least squares over
+    the points) and the largest ``m`` certified within ``budget_s`` on ``memory_gb`` GB:
+    measured when a point reached the budget, else extrapolated from these fits (the
+    smaller of the time and the memory bound), with ``extrapolated`` saying which."""
+    out: dict[str, dict[str, Any]] = {}
+    for law in dict.fromkeys(r["law"] for r in rows):
+        pts = [
+            (r["m"], r["specialised"]["median"], r["specialised"].get("peak_rss_mb"))
+            for r in rows
+            if r["law"] == law and r["specialised"].get("median") is not None
+        ]
+        if len(pts) < 2:
+            continue
+        ms = [float(m) for m, _, _ in pts]
+        ts = [float(t) for _, t, _ in pts]
+        c, b = _fit_power(ms, ts)
+        info: dict[str, Any] = {
+            "measured_m": [int(m) for m in ms],
+            "time_exponent": b,
+        }
+        m_time = (budget_s / c) ** (1.0 / b) if b > 0 else math.inf
+        mems = [(m, float(p)) for m, _, p in pts if p is not None]
+        m_mem = math.inf
+        if len(mems) >= 2:
+            slope, icpt = np.polyfit([m for m, _ in mems], [p for _, p in mems], 1)
+            info["memory_mb_per_1000"] = float(slope) * 1000.0
+            info["memory_intercept_mb"] = float(icpt)
+            if slope > 0:
+                m_mem = (memory_gb * 1024.0 - icpt) / slope
+        over = [m for m, t, p in pts if t > budget_s or (p or 0.0) > memory_gb * 1024.0]
+        within = [m for m, t, p in pts if t <= budget_s and (p or 0.0) <= memory_gb * 1024.0]
+        if over and within:
+            info.update(largest_m=int(max(within)), extrapolated=False)
+        else:
+            largest = min(m_time, m_mem)
+            info.update(
+                largest_m=int(largest) if math.isfinite(largest) else None,
+                limited_by="time" if m_time <= m_mem else "memory",
+                extrapolated=True,
+            )
+        out[law] = info
+    return out
+
+
+def _child_main(argv: list[str]) -> int:
+    """``python -m ntpcore.bench.scaling LAW V M REPEATS BUDGET_S``: one point, its row
+    printed as JSON on the last line (:func:`_run_child` reads it)."""
+    law, v, m, repeats, budget = argv[0], int(argv[1]), int(argv[2]), int(argv[3]), float(argv[4])
+    print(json.dumps(_child(law, v, m, repeats, budget)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main(sys.argv[1:]))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import resource
 import subprocess
 import sys
@@ -50,7 +51,6 @@ def blas_info() -> dict[str, str]:
     when the libraries are not the wheels' OpenBLAS (another BLAS, or none found)."""
     import ctypes
     import glob
-    import os
 
     import scipy
     import scipy.linalg  # noqa: F401  (loads scipy's BLAS)
@@ -86,12 +86,15 @@ def _child(law: str, v: int, m: int, repeats: int, budget_s: float) -> dict[str,
     S = geo_supports(v, m, law, seed=0)
     r, u = reduce_support(S).Sr.shape
     times: list[float] = []
+    cpu: list[float] = []
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     t_start = time.perf_counter()
     sol = None
     while len(times) < repeats:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         sol = solve_nuclear_svm_scale(S, tol=TOL)
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         if time.perf_counter() - t_start + float(np.median(times)) > budget_s:
             break
     assert sol is not None
@@ -105,6 +108,8 @@ def _child(law: str, v: int, m: int, repeats: int, budget_s: float) -> dict[str,
         "shape": [int(n) for n in S.shape],
         "reduced_shape": [int(r), int(u)],
         "peak_rss_mb": _peak_mb(),
+        "cpu_times": cpu,
+        "load_before": load,
     }
 
 

@@ -32,26 +32,70 @@ whose residual exceeds the last accepted residual is replaced by the plain step
 :math:`T(v_k)` (Zhang, O'Donoghue & Boyd, SIAM J. Optim. 2020), so the iteration inherits
 the convergence of Douglas-Rachford.
 
+*The relaxed step.*  The state moves by :math:`v\leftarrow v+\lambda(x-z)` with
+:math:`\lambda` = ``relax`` = 1.5 (over-relaxed Douglas-Rachford: the same fixed points, firmly
+non-expansive for :math:`\lambda<2`); Anderson acceleration and its safeguard act on this
+operator.  Iterations to the certificate on the all-distinct 1000 x 5000 instance with the
+gap checked every 2 iterations: 82 at :math:`\lambda=1`, 76 at 1.5 (and 80 at 1.3 and 1.8
+with checks every 10, against 90 at 1).
+
 *The penalty* :math:`\rho` stays fixed at ``0.2 / mean(s)`` (``s`` the nonzero singular
 values of the centred support, the start).  On the bench ladder, residual balancing and
 changing :math:`\rho` when the gap stalls (or once the primal has converged) slowed the
 certificate down.  The best fixed multiple depends on the instance; iterations with
 ``c / mean(s)`` for ``c`` = 0.1 / 0.2 / 0.3 / 0.5 on the ladder's instances
-(:func:`ntpcore.bench.solvers.geo_supports`): 200 x 1000 150 / 80 / 60 / 60, 500 x 2500
-150 / 90 / 100 / 120, 1000 x 5000 150 / 140 / 180 / 240; with all supports distinct:
-200 x 1000 90 / 60 / 50 / 50, 500 x 2500 190 / 100 / 70 / 80, 1000 x 5000 140 / 90 / 90
-(not run at 0.5).  ``0.2`` is within 30 iterations of the best everywhere.  *The memory*
-is 8: 5, 8 and 12 gave iteration counts within 20 of each other on the patterns
-instances and the 200 x 1000 and 500 x 2500 all-distinct ones, and each stored pair costs
-two (r x u) arrays.
+(:func:`ntpcore.bench.solvers.geo_supports`) with the plain step: 200 x 1000 150 / 80 /
+60 / 60, 500 x 2500 150 / 90 / 100 / 120, 1000 x 5000 150 / 140 / 180 / 240; with all
+supports distinct: 200 x 1000 90 / 60 / 50 / 50, 500 x 2500 190 / 100 / 70 / 80, 1000 x
+5000 140 / 90 / 90 (not run at 0.5).  With the relaxed step, all-distinct 1000 x 5000:
+``c`` = 0.15 / 0.2 / 0.3: 92 / 76 / 88.  *The memory* is 8: 5, 8 and 12 gave iteration
+counts within 20 of each other on the patterns instances and the 200 x 1000 and 500 x 2500
+all-distinct ones (12: 76 iterations on the all-distinct 1000 x 5000 instance, as 8).  The
+stored differences are float32 (:func:`_anderson_update` widens them to float64 a block at
+a time): half the memory and half the memory traffic of the history, whose rounding (a
+relative ``6e-8`` of a difference of iterates) only perturbs the extrapolation weights.
 
-*Single precision first.*  Until the fixed-point residual is below ``1e-4 ||Z0||_F``
-(about half the iterations) the SVT, the dominant cost, runs in float32 (Gram matrix,
-eigendecomposition and product at about half the float64 time); its rounding, about
-``1e-7`` of ``||y||``, is far below the residual, and the iteration counts were unchanged
-on the ladder (switching at ``1e-5`` instead cost 30 iterations on one instance).  The
-projection, the state and the certificate stay in float64 throughout, so every ``z`` is
-feasible and the certificate is exact; no gap is evaluated in that phase.
+*Single precision first.*  Until the fixed-point residual is below ``3e-5 ||Z0||_F``, or
+stops falling by 20% every 5 iterations, the SVT, the dominant cost, runs in float32
+(Gram matrix, eigendecomposition and product at about half the float64 time).  The
+Gram matrix squares the spectrum, so its rounding perturbs the SVT by about
+:math:`\epsilon_{32}\sigma_{max}^2/\tau^2` relative, far below the residual early on: on the
+all-distinct 1000 x 5000 instance the float32 residuals follow the float64 ones to
+``5e-5 ||Z0||_F`` and lag by a factor 1.5 at ``1e-5``.  Switching at ``1e-4`` there: 47
+float32 and 29 float64 iterations; at ``3e-5``: 60 and 18 (78 in all, at about 0.28 s
+against 0.55 s an iteration, below).  The projection, the state and the certificate stay
+in float64 throughout, so every ``z`` is feasible and the certificate is exact; no gap is
+evaluated in that phase.  The gap is evaluated every ``check_every`` = 10 iterations, and
+every 2 once it is within ``30 tol``, so that the certificate is not missed by up to 9
+iterations (90 -> 82 at :math:`\lambda=1` on that instance).
+
+Where the time goes
+-------------------
+Measured on a 2-core AMD EPYC (Zen 4, AVX-512) virtual machine, one thread, the wheels'
+OpenBLAS on its AVX-512 (``SkylakeX``) kernels, at the all-distinct 1000 x 5000 instance
+(reduced 977 x 5000): per float64 iteration the Gram matrix ``Y Y^T`` 0.10 s, its
+eigendecomposition (``syevd``) 0.145 s, the product ``QY`` 0.18 s (about 50 Gflop/s: the
+BLAS is at its peak), the projection 0.05 s, the Anderson step about 0.04 s; in float32
+0.05 / 0.083 / 0.093 s.  A gap evaluation costs about one iteration, a polish step a bit
+more, the final ``gesdd`` singular values 1.2 s.  The SVT output has rank 889 of 977 at
+the solution: the max-margin logits of such supports are not low rank, so partial
+eigendecompositions (``syevr`` on a subset: 0.18 s for every vector) or randomized SVDs do
+not pay.  With the plain step, checks every 10 and the switch at ``1e-4`` the instance
+took 90 iterations (46 float32, 44 float64), 57 s on a quiet machine; relaxation, the
+checks near the certificate and the later switch bring it to 78 iterations (60 float32,
+18 float64).
+
+*The same instance measured 44 s and 88 s* (the old solver; 90 iterations each time: the
+iteration is deterministic for a given BLAS).  The CPU work of a run is fixed; what
+changes is the machine it gets.  On the 2 shared cores of this machine the wall time of
+one run of the old solver ranged from 57 s (load average about 1) to 71-73 s (load 2-5)
+while its iteration count stayed 90, and a run of the new one took 78 s to 126 s of wall
+time for 46 s of CPU time at load 5-9 (other users' test suites on the same 2 cores, and
+their memory traffic in the shared 32 MB L3 cache); and the BLAS kernels: with OpenBLAS's
+AVX2 (``Haswell``) kernels (``OPENBLAS_CORETYPE=Haswell``, what a CPU, hypervisor or older
+OpenBLAS not exposing AVX-512 gets) the dense products take about twice as long.  The
+bench records the load before each solve, the CPU time beside the wall time, and the
+kernels of numpy's and scipy's OpenBLAS (``machine.blas`` in ``bench.json``).
 
 Certificate
 -----------
@@ -65,14 +109,15 @@ Waiting for the Douglas-Rachford dual to make this tight is slow (the primal set
 before), so the certificate is built from the nearly optimal iterate instead:
 
 * at every gap evaluation, :math:`P=\Pi_D(G)` (the Euclidean projection, a root-finding
-  per column, :func:`_project_dual_cone`) rather than clipping :math:`G`, which on the
-  bench ladder halves the dual's loss;
+  per column, :func:`ntpcore.geo.svm_dual._project_dual_cone`) rather than clipping
+  :math:`G`, which on the bench ladder halves the dual's loss;
 * once :math:`\|z\|_*-\|x\|_*` (the primal's excess over the infeasible SVT output, which
   is optimal to second order) is below half the requested gap, a *dual polish*
   alternates projections between :math:`D` and the unit operator-norm ball
-  (:func:`_dual_polish`): the scaling loss :math:`\|P\|_{op}-1` falls geometrically and the
-  dual reaches the primal's accuracy in 3-5 projections (500 x 2500: relative dual
-  error 2e-6 -> 3e-8 in 6 projections).
+  (:func:`ntpcore.geo.svm_dual._dual_polish`): the scaling loss :math:`\|P\|_{op}-1`
+  falls geometrically (it halves at every projection on the all-distinct 1000 x 5000
+  instance) and the dual reaches the primal's accuracy in 3-8 projections (500 x 2500:
+  relative dual error 2e-6 -> 3e-8 in 6 projections).
 
 The gap pairs the best feasible primal with the best dual point met so far (any dual
 point bounds the optimum, whichever iterate it came from).  During the iteration the gap
@@ -106,12 +151,17 @@ import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.core.validate import as_support
-from ntpcore.errors import SolverError
+from ntpcore.errors import ParameterError, SolverError
+from ntpcore.geo.svm_dual import (  # noqa: F401  (_clip_op: re-exported for the tests)
+    _clip_op,
+    _dual_polish,
+    _dual_value,
+    _nuclear_estimate,
+    _op_norm_estimate,
+    _project_dual_cone,
+)
 from ntpcore.geo.svm_problem import (
-    _BLOCK_ENTRIES,
-    _NEVER,
     NuclearSVMResult,
-    _breakpoint_roots,
     _dual_repair,
     _project_columns,
     expand_solution,
@@ -168,124 +218,6 @@ def _polar_gram(
     Uk = U[:, keep]
     s = np.sqrt(ev[keep])
     return ((Uk / s[None, :]) @ Uk.T) @ A, s
-
-
-def _nuclear_estimate(A: NDArray[np.float64]) -> float:
-    """``||A||_*`` from the eigenvalues of the smaller Gram matrix (no vectors)."""
-    M = A @ A.T if A.shape[0] <= A.shape[1] else A.T @ A
-    ev = scipy.linalg.eigvalsh(M, check_finite=False, driver="evd")
-    return float(np.sqrt(np.maximum(ev, 0.0)).sum())
-
-
-def _op_norm_estimate(A: NDArray[np.float64]) -> float:
-    """``||A||_op`` from the largest eigenvalue of the smaller Gram matrix."""
-    M = A @ A.T if A.shape[0] <= A.shape[1] else A.T @ A
-    n = M.shape[0]
-    ev = scipy.linalg.eigvalsh(M, subset_by_index=[n - 1, n - 1], check_finite=False)
-    return float(np.sqrt(max(ev[-1], 0.0)))
-
-
-def _project_dual_cone(
-    H: NDArray[np.float64], Sr: NDArray[np.bool_], omega: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    r"""Euclidean projection of each column onto :math:`D_g=\{g:\ \omega^\top g=0,\
-    g_w\le0\ (w\notin\mathcal S_g)\}` (the sign and column-sum constraints of the dual).
-
-    KKT: :math:`g=h-\mu\omega` on the support and :math:`\min(h-\mu\omega,0)` off it, with
-    :math:`\mu` the root of the decreasing concave piecewise-linear
-    :math:`\phi(\mu)=\omega^\top g(\mu)`.  For a fixed set :math:`\mathcal A` of clipped-free
-    off-support words (:math:`h_w/\omega_w<\mu`) :math:`\mu=\sum_{\mathcal S\cup\mathcal A}
-    \omega h/\sum_{\mathcal S\cup\mathcal A}\omega^2` is Newton's step; started at the
-    support-only value (where :math:`\phi\le0`) it decreases monotonically to the root in
-    finitely many steps.  In :math:`a=-\mu` this is the root-finding of
-    :func:`ntpcore.geo.svm_problem._project_columns` with breakpoints :math:`-h_w/\omega_w`
-    (:func:`ntpcore.geo.svm_problem._breakpoint_roots`), run on column blocks that stay in cache.
-    """
-    r, u = H.shape
-    w = omega[:, None]
-    w2 = omega * omega
-    unit = bool(np.all(omega == 1.0))
-    rows, cols = np.nonzero(Sr)
-    A = -np.bincount(cols, weights=omega[rows] * H[rows, cols], minlength=u)
-    B = np.bincount(cols, weights=w2[rows], minlength=u)
-    mu = np.empty(u)
-    out = np.empty_like(H)
-    step = max(1, _BLOCK_ENTRIES // max(r, 1))
-    for c0 in range(0, u, step):
-        blk = slice(c0, min(u, c0 + step))
-        Hb = H[:, blk]
-        T = -Hb if unit else -(Hb / w)
-        T[Sr[:, blk]] = _NEVER
-        m = -_breakpoint_roots(T, A[blk], B[blk], w2, A[blk] / B[blk])
-        mu[blk] = m
-        np.minimum(Hb - w * m, 0.0, out=out[:, blk])
-    out[rows, cols] = H[rows, cols] - omega[rows] * mu[cols]
-    return out
-
-
-def _clip_op(G: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
-    """Projection of ``G`` onto the unit operator-norm ball (singular values clipped at 1),
-    from the Gram eigen-decomposition; also returns ``||G||_op`` (estimate to rounding)."""
-    if G.shape[0] > G.shape[1]:
-        Gt, op = _clip_op(G.T)
-        return Gt.T, op
-    ev, U = scipy.linalg.eigh(G @ G.T, check_finite=False, driver="evd")
-    op = float(np.sqrt(max(ev[-1], 0.0)))
-    big = ev > 1.0
-    if not big.any():
-        return G, op
-    Ub = U[:, big]
-    return G - (Ub * (1.0 - 1.0 / np.sqrt(ev[big]))[None, :]) @ (Ub.T @ G), op
-
-
-def _dual_value(
-    G: NDArray[np.float64],
-    Sr: NDArray[np.bool_],
-    omega: NDArray[np.float64],
-    delta: NDArray[np.float64],
-) -> float:
-    """Reduced dual objective ``-sum_g delta_g sum_{w not in S_g} omega_w G_wg``: the full
-    weighted sum ``omega^T G delta`` less its support entries (a few per column)."""
-    rows, cols = np.nonzero(Sr)
-    on = float((omega[rows] * G[rows, cols]) @ delta[cols])
-    return on - float(omega @ G @ delta)
-
-
-def _dual_polish(
-    G: NDArray[np.float64],
-    Sr: NDArray[np.bool_],
-    omega: NDArray[np.float64],
-    delta: NDArray[np.float64],
-    target: float,
-    max_steps: int,
-) -> tuple[float, NDArray[np.float64], int]:
-    r"""Best dual-feasible point met by alternating projections between the sign/column-sum
-    cone :math:`D` and the unit operator-norm ball, started at the subgradient ``G``.
-
-    Every :math:`P=\Pi_D(\cdot)` certifies :math:`-\langle J-S,P\rangle/\|P\|_{op}`; the
-    projections converge to a point of the intersection (both sets are convex), so the
-    scaling loss :math:`\|P\|_{op}-1` vanishes.  Stops once the value reaches ``target``,
-    after ``max_steps``, or when the gains, extrapolated as a geometric series from the
-    last two, cannot reach ``target``.  Returns (estimated value, unscaled ``P``, steps).
-    """
-    best, P_best = -np.inf, G
-    gain = np.inf
-    steps = 0
-    for _ in range(max_steps):
-        steps += 1
-        P = _project_dual_cone(G, Sr, omega)
-        G, op = _clip_op(P)
-        value = _dual_value(P, Sr, omega, delta) / max(1.0, op * (1.0 + 1e-12))
-        new_gain = value - best
-        if value > best:
-            best, P_best = value, P
-        if value >= target or new_gain <= 0.0:
-            break
-        q = new_gain / gain  # 0 after the first step (gain = inf)
-        if 0.0 < q < 1.0 and new_gain * q / (1.0 - q) < target - value:
-            break
-        gain = new_gain
-    return best, P_best, steps
 
 
 #: entries of one block of the Anderson history: the history is stored in float32 (half the
@@ -387,9 +319,13 @@ def solve_nuclear_svm_scale(
     ------
     DataError
         On an invalid support matrix.
+    ParameterError
+        If ``relax`` is not in (0, 2).
     SolverError
         If the gap ``tol`` is not certified within ``max_iter`` iterations / ``max_seconds``.
     """
+    if not 0.0 < relax < 2.0:
+        raise ParameterError(f"relax must lie in (0, 2), got {relax}")
     S = as_support(S)
     t0 = time.perf_counter()
     # start: reduced centred support and its polar factor, as solve_nuclear_svm

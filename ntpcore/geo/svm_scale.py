@@ -51,9 +51,10 @@ supports distinct: 200 x 1000 90 / 60 / 50 / 50, 500 x 2500 190 / 100 / 70 / 80,
 ``c`` = 0.15 / 0.2 / 0.3: 92 / 76 / 88.  *The memory* is 8: 5, 8 and 12 gave iteration
 counts within 20 of each other on the patterns instances and the 200 x 1000 and 500 x 2500
 all-distinct ones (12: 76 iterations on the all-distinct 1000 x 5000 instance, as 8).  The
-stored differences are float32 (:func:`_anderson_update` widens them to float64 a block at
-a time): half the memory and half the memory traffic of the history, whose rounding (a
-relative ``6e-8`` of a difference of iterates) only perturbs the extrapolation weights.
+stored differences stay float64: stored as float32 and widened to float64 a block at a
+time for the products (half the memory), the Anderson step took 36 ms instead of 27 ms at
+977 x 5000 (the widening costs more than the memory traffic it saves), and float32
+products would put float32 rounding into an ill-conditioned least-squares problem.
 
 *Single precision first.*  Until the fixed-point residual is below ``3e-5 ||Z0||_F``, or
 stops falling by 20% every 5 iterations, the SVT, the dominant cost, runs in float32
@@ -220,56 +221,31 @@ def _polar_gram(
     return ((Uk / s[None, :]) @ Uk.T) @ A, s
 
 
-#: entries of one block of the Anderson history: the history is stored in float32 (half the
-#: memory and memory traffic) and widened to float64 a block at a time, in cache
-_HIST_BLOCK = 2**14
-
-
 def _anderson_update(
     H: NDArray[np.float64],
-    dG: NDArray[np.float32],
+    dG: NDArray[np.float64],
     slot: int,
     k: int,
     g: NDArray[np.float64],
     rhs_prev: NDArray[np.float64] | None,
 ) -> NDArray[np.float64]:
     """Refresh row/column ``slot`` of the Gram matrix ``H = dG dG^T`` of the first ``k`` rows
-    and return the Anderson right-hand side ``dG g``, reading ``dG`` once (sums in float64).
+    and return the Anderson right-hand side ``dG g``, reading ``dG`` once.
 
     ``dG[slot] = g - g_prev`` and every other row is unchanged since ``rhs_prev = dG g_prev``
-    was computed, so ``dG[i] . dG[slot] = (dG g)_i - (rhs_prev)_i`` for ``i != slot``, up to
-    the float32 rounding of ``dG[slot]`` (a relative ``6e-8`` of a difference: immaterial to
-    the least-squares weights); ``rhs_prev=None`` (no previous right-hand side) computes the
-    row directly.
+    was computed, so ``dG[i] . dG[slot] = (dG g)_i - (rhs_prev)_i`` for ``i != slot``;
+    ``rhs_prev=None`` (no previous right-hand side) computes the row directly.
     """
-    direct = rhs_prev is None or rhs_prev.size < k - 1
-    rhs = np.zeros(k)
-    col = np.zeros(k)
-    diag = 0.0
-    for b0 in range(0, g.size, _HIST_BLOCK):
-        blk = slice(b0, b0 + _HIST_BLOCK)
-        D = dG[:k, blk].astype(np.float64)
-        rhs += D @ g[blk]
-        if direct:
-            col += D @ D[slot]
-        else:
-            diag += float(D[slot] @ D[slot])
-    if not direct:
+    rhs = dG[:k] @ g
+    if rhs_prev is None or rhs_prev.size < k - 1:
+        col = dG[:k] @ dG[slot]
+    else:
+        col = np.empty(k)
         col[: rhs_prev.size] = rhs[: rhs_prev.size] - rhs_prev
-        col[slot] = diag
+        col[slot] = float(dG[slot] @ dG[slot])
     H[slot, :k] = col
     H[:k, slot] = col
     return rhs
-
-
-def _anderson_combine(
-    gamma: NDArray[np.float64], dF: NDArray[np.float32], out: NDArray[np.float64]
-) -> None:
-    """``out = gamma @ dF[:k]`` (``k = gamma.size``) in float64, a block of ``dF`` at a time."""
-    k = gamma.size
-    for b0 in range(0, out.size, _HIST_BLOCK):
-        blk = slice(b0, b0 + _HIST_BLOCK)
-        np.matmul(gamma, dF[:k, blk].astype(np.float64), out=out[blk])
 
 
 def solve_nuclear_svm_scale(
@@ -344,7 +320,7 @@ def solve_nuclear_svm_scale(
     support = np.nonzero(Sr)
     # Anderson memory: differences of residuals g_i = T(v_i) - v_i and of T(v_i) (ring
     # buffers) and the Gram matrix of the former, refreshed one row per iteration
-    dG = np.empty((max(memory, 1), Z0.size), dtype=np.float32)
+    dG = np.empty((max(memory, 1), Z0.size))
     dF = np.empty_like(dG)
     H = np.zeros((max(memory, 1), max(memory, 1)))
     n_hist = 0
@@ -474,7 +450,7 @@ def solve_nuclear_svm_scale(
             np.copyto(vy, prev_f)
             n_hist, rhs_prev = 0, None
             continue
-        _anderson_combine(gamma, dF, vy.reshape(-1))
+        np.matmul(gamma, dF[:k], out=vy.reshape(-1))
         np.subtract(prev_f, vy, out=vy)
     if certified is None:
         gap_txt = "no gap evaluated" if not np.isfinite(gap) else f"relative duality gap {gap:.2e}"

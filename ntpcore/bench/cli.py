@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         "--scaling-repeats",
         type=int,
         default=3,
-        help="geo-scaling: most runs of one point (more only while they fit in 4 min)",
+        help="geo-scaling: most runs of one point (more only while they fit in 2 min)",
     )
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
     parser.add_argument(
@@ -161,9 +161,22 @@ def main(argv: list[str] | None = None) -> int:
             result[section] = previous[section]  # keep sections not re-run
     t0 = time.perf_counter()
 
+    ran: set[str] = set()  # the sections this run measured
+    scaling_only = set(args.only) == {"geo-scaling"}
+
     def save() -> None:  # after every section, so an interrupted run keeps what it measured
-        result["bench_wall_time_s"] = time.perf_counter() - t0
-        write_text_atomic(BENCH_JSON, json.dumps(result, indent=1, default=float))
+        # sections this run did not measure are taken from the file as it is now (another
+        # run may have written them meanwhile); a geo-scaling-only run keeps the file's
+        # header (machine, commit, start) too: its own is in its section
+        current = json.loads(BENCH_JSON.read_text()) if BENCH_JSON.exists() else {}
+        out = dict(current) if scaling_only else dict(result)
+        for section in sections:
+            source = result if section in ran else current
+            if section in source:
+                out[section] = source[section]
+        if not scaling_only:
+            out["bench_wall_time_s"] = time.perf_counter() - t0
+        write_text_atomic(BENCH_JSON, json.dumps(out, indent=1, default=float))
 
     if "solvers" in args.only:
         dims = None
@@ -187,17 +200,21 @@ def main(argv: list[str] | None = None) -> int:
             )
         ]
         result["solvers"] = sorted(kept + rows, key=_ladder_position)
+        ran.update({"solvers", "solver_time_limit_s"})
         plot_solvers(result["solvers"], BENCH_DIR / "solvers.png")
         save()
     if "trainers" in args.only:
         result["trainers"] = bench_trainers(args.quick)
+        ran.add("trainers")
         save()
     if "experiments" in args.only:
         result["experiments"] = bench_paired(quick=args.quick, repeats=3)
+        ran.add("experiments")
         save()
     if "pipeline" in args.only:
         result["pipeline"] = bench_pipeline()
         result["runs"] = bench_runs()
+        ran.update({"pipeline", "runs"})
     if "geo-scaling" in args.only:
         result["geo_scaling"] = bench_scaling(
             tuple(args.scaling_m),
@@ -205,7 +222,9 @@ def main(argv: list[str] | None = None) -> int:
             repeats=args.scaling_repeats,
             max_seconds=max(args.max_seconds, 1800.0),
         )
-        result["geo_scaling"]["started"] = result["started"]
+        for key in ("machine", "git", "started"):
+            result["geo_scaling"][key] = result[key]
+        ran.add("geo_scaling")
     save()
     print(
         f"wrote {BENCH_JSON.relative_to(paths.ROOT)}; rebuild the book (make html) to "

@@ -45,7 +45,7 @@ from ntpcore.bench.paired import bench_paired
 from ntpcore.bench.pipeline import bench_pipeline, bench_runs
 from ntpcore.bench.scaling import LAWS as SCALING_LAWS
 from ntpcore.bench.scaling import M_VALUES as SCALING_M
-from ntpcore.bench.scaling import bench_scaling, blas_info
+from ntpcore.bench.scaling import bench_scaling, blas_info, merge_sections
 from ntpcore.bench.solvers import PROBLEMS, bench_solvers, plot_solvers
 from ntpcore.bench.trainers import bench_trainers, gpu_name
 from ntpcore.core.io import write_text_atomic
@@ -216,15 +216,26 @@ def main(argv: list[str] | None = None) -> int:
         result["runs"] = bench_runs()
         ran.update({"pipeline", "runs"})
     if "geo-scaling" in args.only:
-        result["geo_scaling"] = bench_scaling(
-            tuple(args.scaling_m),
-            tuple(args.scaling_laws),
-            repeats=args.scaling_repeats,
-            max_seconds=max(args.max_seconds, 1800.0),
+
+        def save_scaling(section: dict[str, Any]) -> None:
+            # the points of this run replace the same points of the file's section and keep
+            # the others (other laws: runs one after another or side by side add up)
+            current = json.loads(BENCH_JSON.read_text()) if BENCH_JSON.exists() else {}
+            for key in ("machine", "git", "started"):
+                section[key] = result[key]
+            result["geo_scaling"] = merge_sections(current.get("geo_scaling"), section)
+            ran.add("geo_scaling")
+            save()
+
+        save_scaling(
+            bench_scaling(
+                tuple(args.scaling_m),
+                tuple(args.scaling_laws),
+                repeats=args.scaling_repeats,
+                max_seconds=max(args.max_seconds, 1800.0),
+                progress=save_scaling,
+            )
         )
-        for key in ("machine", "git", "started"):
-            result["geo_scaling"][key] = result[key]
-        ran.add("geo_scaling")
     save()
     print(
         f"wrote {BENCH_JSON.relative_to(paths.ROOT)}; rebuild the book (make html) to "

@@ -26,6 +26,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -146,10 +147,12 @@ def bench_scaling(
     repeats: int = 3,
     budget_s: float = 120.0,
     max_seconds: float = 1800.0,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Every point ``(law, m)`` in a child process (``max_seconds`` its time limit, a run
     repeated up to ``repeats`` times while the runs fit in ``budget_s``); returns the rows
-    and the growth fits of :func:`growth`."""
+    and the growth fits of :func:`growth`.  ``progress`` is called with the section so far
+    after every point (the command line saves it, so an interrupted run keeps its points)."""
     from tqdm.auto import tqdm
 
     rows: list[dict[str, Any]] = []
@@ -171,13 +174,26 @@ def bench_scaling(
                     stopped = f"skipped (m = {m:,}: {res['status']})"
                 row["specialised"] = res
             rows.append(row)
-    return {
-        "V": v,
-        "tol": TOL,
-        "time_limit_s": max_seconds,
-        "rows": rows,
-        "growth": growth(rows),
-    }
+            if progress is not None:
+                progress(_section(rows, v, max_seconds))
+    return _section(rows, v, max_seconds)
+
+
+def _section(rows: list[dict[str, Any]], v: int, max_seconds: float) -> dict[str, Any]:
+    return {"V": v, "tol": TOL, "time_limit_s": max_seconds, "rows": rows, "growth": growth(rows)}
+
+
+def merge_sections(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """The section ``new`` with the points of ``old`` it did not measure (another law, or
+    another ``m``; same ``V``): runs of different laws, one after another or side by side,
+    add up to one table.  The growth fits are recomputed over the merged points."""
+    if not old or old.get("V") != new["V"]:
+        return new
+    have = {(r["law"], r["m"]) for r in new["rows"]}
+    rows = [r for r in old.get("rows", []) if (r["law"], r["m"]) not in have] + new["rows"]
+    order = {law: i for i, law in enumerate(LAWS)}
+    rows.sort(key=lambda r: (order.get(r["law"], len(order)), r["m"]))
+    return {**old, **new, "rows": rows, "growth": growth(rows)}
 
 
 def _fit_power(ms: list[float], ts: list[float]) -> tuple[float, float]:

@@ -63,8 +63,8 @@ Gram matrix squares the spectrum, so its rounding perturbs the SVT by about
 :math:`\epsilon_{32}\sigma_{max}^2/\tau^2` relative, far below the residual early on: on the
 all-distinct 1000 x 5000 instance the float32 residuals follow the float64 ones to
 ``5e-5 ||Z0||_F`` and lag by a factor 1.5 at ``1e-5``.  Switching at ``1e-4`` there: 47
-float32 and 29 float64 iterations; at ``3e-5``: 60 and 18 (78 in all, at about 0.28 s
-against 0.55 s an iteration, below).  The projection, the state and the certificate stay
+float32 and 29 float64 iterations; at ``3e-5``: 60 and 18 (78 in all, at about 0.33 s
+against 0.6 s an iteration, below).  The projection, the state and the certificate stay
 in float64 throughout, so every ``z`` is feasible and the certificate is exact; no gap is
 evaluated in that phase.  The gap is evaluated every ``check_every`` = 10 iterations, and
 every 2 once it is within ``30 tol``, so that the certificate is not missed by up to 9
@@ -73,30 +73,37 @@ iterations (90 -> 82 at :math:`\lambda=1` on that instance).
 Where the time goes
 -------------------
 Measured on a 2-core AMD EPYC (Zen 4, AVX-512) virtual machine, one thread, the wheels'
-OpenBLAS on its AVX-512 (``SkylakeX``) kernels, at the all-distinct 1000 x 5000 instance
-(reduced 977 x 5000): per float64 iteration the Gram matrix ``Y Y^T`` 0.10 s, its
-eigendecomposition (``syevd``) 0.145 s, the product ``QY`` 0.18 s (about 50 Gflop/s: the
-BLAS is at its peak), the projection 0.05 s, the Anderson step about 0.04 s; in float32
-0.05 / 0.083 / 0.093 s.  A gap evaluation costs about one iteration, a polish step a bit
-more, the final ``gesdd`` singular values 1.2 s.  The SVT output has rank 889 of 977 at
-the solution: the max-margin logits of such supports are not low rank, so partial
-eigendecompositions (``syevr`` on a subset: 0.18 s for every vector) or randomized SVDs do
-not pay.  With the plain step, checks every 10 and the switch at ``1e-4`` the instance
-took 90 iterations (46 float32, 44 float64), 57 s on a quiet machine; relaxation, the
-checks near the certificate and the later switch bring it to 78 iterations (60 float32,
-18 float64).
+OpenBLAS (numpy's for the products, scipy's for the eigendecompositions, both on their
+AVX-512 ``SkylakeX`` kernels), at the all-distinct 1000 x 5000 instance (reduced 977 x
+5000): per float64 iteration the Gram matrix ``Y Y^T`` 0.10 s, its eigendecomposition
+(``syevd``) 0.145 s, the product ``QY`` 0.18 s (about 50 Gflop/s: the BLAS is at its
+peak), the projection about 0.06 s, the Anderson step about 0.03 s; in float32 0.05 /
+0.083 / 0.093 s.  A gap evaluation costs about one iteration, a polish step a bit more,
+the final ``gesdd`` singular values 1.2 s.  The SVT output has rank 889 of 977 at the
+solution: the max-margin logits of such supports are not low rank, so partial
+eigendecompositions (``syevr``: 0.18 s for every vector) or randomized SVDs do not pay.
+MKL (torch's CPU build, one thread) is slower here: 0.21 s / 0.20 s / 0.21 s in float64.
+With the plain step, checks every 10, the switch at ``1e-4`` and plain alternating
+projections the instance took 90 iterations (46 float32, 44 float64) and 8 polish steps,
+57 s on a quiet machine; now 76 iterations (60 float32, 16 float64) and 7 polish steps.
+In CPU time, paired runs at load 5-8 (whole processes, median of 3): 54.8 s before,
+47.0 s with the relaxed step, the checks near the certificate and the later switch (78
+iterations), before the relaxed polish.
 
-*The same instance measured 44 s and 88 s* (the old solver; 90 iterations each time: the
-iteration is deterministic for a given BLAS).  The CPU work of a run is fixed; what
-changes is the machine it gets.  On the 2 shared cores of this machine the wall time of
-one run of the old solver ranged from 57 s (load average about 1) to 71-73 s (load 2-5)
-while its iteration count stayed 90, and a run of the new one took 78 s to 126 s of wall
-time for 46 s of CPU time at load 5-9 (other users' test suites on the same 2 cores, and
-their memory traffic in the shared 32 MB L3 cache); and the BLAS kernels: with OpenBLAS's
-AVX2 (``Haswell``) kernels (``OPENBLAS_CORETYPE=Haswell``, what a CPU, hypervisor or older
-OpenBLAS not exposing AVX-512 gets) the dense products take about twice as long.  The
-bench records the load before each solve, the CPU time beside the wall time, and the
-kernels of numpy's and scipy's OpenBLAS (``machine.blas`` in ``bench.json``).
+*The same instance measured 44 s and 88 s* (the old solver).  Its iteration count does not
+change (90 in every run: the iteration is deterministic for a given BLAS) and neither do
+the BLAS kernels: OpenBLAS's AVX2 kernels (``OPENBLAS_CORETYPE=Haswell``, what a CPU or
+hypervisor without AVX-512 gets) run the Gram matrix, eigendecomposition and product in
+0.44 s of CPU time against 0.41-0.43 s for the AVX-512 ones (Zen 4 executes AVX-512 on
+256-bit units).  What changes is the load of the 2 shared cores: paired runs of the old
+solver took 89 s, 96 s and 244 s of wall time for 53-56 s of CPU time at load averages
+5-8 (other users' test suites), 57 s at load about 1; 88 s is what it takes beside one
+busy neighbour.  A BLAS allowed two threads is worse under load (the same three
+operations: 2.2 s of wall time at load 5 against 0.41 s with one thread) and better on an
+idle machine, which may be how it once took 44 s, below the 57 s of one quiet thread (not
+reproduced: the machine was never idle).  The bench therefore records, per solve, the
+load average before it and the CPU time beside the wall time, and per run the kernels and
+threads of numpy's and scipy's OpenBLAS (``machine.blas`` in ``bench.json``).
 
 Certificate
 -----------

@@ -198,3 +198,29 @@ def test_bench_blas_info_names_the_kernels():
     info = blas_info()
     assert set(info) <= {"numpy", "scipy"}
     assert all("thread" in v for v in info.values())
+
+
+def test_scaling_runs_of_different_laws_add_up():
+    """A geo-scaling run replaces the points it measured and keeps the others, so runs of
+    different laws (one after another, or side by side) make one table, fits recomputed."""
+    from ntpcore.bench.scaling import merge_sections
+
+    def sec(*pts):
+        rows = [
+            {"law": law, "m": m, "specialised": {"median": t, "peak_rss_mb": 100.0 + m / 10}}
+            for law, m, t in pts
+        ]
+        return {"V": 1000, "tol": 1e-6, "rows": rows, "growth": {}}
+
+    a = sec(("distinct", 1000, 1.0), ("distinct", 2000, 4.0))
+    b = sec(("zipf1.1-k4", 1000, 0.5), ("zipf1.1-k4", 2000, 1.0), ("distinct", 2000, 3.0))
+    merged = merge_sections(a, b)
+    assert [(r["law"], r["m"]) for r in merged["rows"]] == [
+        ("distinct", 1000),
+        ("distinct", 2000),
+        ("zipf1.1-k4", 1000),
+        ("zipf1.1-k4", 2000),
+    ]
+    assert merged["rows"][1]["specialised"]["median"] == 3.0  # the newer point
+    assert set(merged["growth"]) == {"distinct", "zipf1.1-k4"}
+    assert merge_sections(None, b) == b and merge_sections({**a, "V": 500}, b) == b

@@ -8,7 +8,10 @@ memory is recorded as such and the ladder stops for it.  Reported: median/min/ma
 time, objective, relative objective gap to the Clarabel solution, the worst
 constraint violation, the peak resident memory of the child and, for the nuclear-norm
 SVM, the certified relative duality gap of the specialised solve and the number of
-distinct supports of the instance (its two support laws: :func:`geo_supports`).
+distinct supports of the instance (its support laws: :func:`geo_supports`).  A specialised
+solve is repeated (at least 3 runs while they fit in 3/4 of the time limit, up to 5 in
+half of it), each run's CPU time recorded beside its wall time, with the load average
+before the first.
 """
 
 from __future__ import annotations

@@ -1120,9 +1120,9 @@ def _largest_m_text(law: str, fit: dict) -> str:
     if fit.get("largest_m") is None:
         return f"{_law_name(law)}: not decidable from this run"
     how = (
-        f"extrapolated from the measured points (time ∝ m^{fit['time_exponent']:.2f} through "
-        f"the two largest, memory + {fit.get('memory_mb_per_1000', float('nan')):.0f} MB per "
-        f"1,000 contexts; the {fit.get('limited_by', 'time')} bound)"
+        f"extrapolated from the measured points (CPU time ∝ m^{fit['time_exponent']:.2f} "
+        f"through the two largest, memory + {fit.get('memory_mb_per_1000', float('nan')):.0f}"
+        f" MB per 1,000 contexts; the {fit.get('limited_by', 'time')} bound)"
         if fit.get("extrapolated")
         else "measured"
     )
@@ -1154,7 +1154,8 @@ def scaling_text(data: dict) -> list[str]:
         "its resident memory), started "
         f"{sc.get('started', '?')}. Wall time: median [min, max] of the runs; the CPU time "
         "beside it is the median run's CPU time, which the load of a shared machine moves "
-        "far less than the wall time.",
+        "far less than the wall time. The largest m is that of a core of its own: the CPU "
+        "times are fitted.",
         "",
     ]
     out += _list_table(["m", *[_law_name(law) for law in laws]], table)

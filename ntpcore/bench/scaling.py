@@ -10,7 +10,9 @@ iterations, the certified gap, the reduced size (word classes x distinct support
 problem the solver iterates on) and the child's peak resident memory.  A law stops at its
 first point that runs out of time or memory (larger ``m`` can only take longer).
 
-:func:`growth` fits, per law, :math:`t\approx c\,m^b` to the two largest measured points and
+:func:`growth` fits, per law, :math:`t\approx c\,m^b` (``t`` the CPU time: the time on a core of
+its own, which the load of a shared machine does not add to) to the two largest measured
+points and
 :math:`\text{peak}\approx a+c\,m` to the two largest, and extrapolates from them the
 largest ``m`` certified within ``budget`` seconds on a machine of ``memory_gb`` GB (the
 smaller of the two bounds): an *extrapolation*, marked as such, unless a measured point
@@ -203,19 +205,28 @@ def _fit_power(ms: list[float], ts: list[float]) -> tuple[float, float]:
     return t2 / m2**b, b
 
 
+def _work_seconds(entry: dict[str, Any]) -> float:
+    """The seconds a point takes on a core of its own: the median CPU time of its runs (one
+    thread), else (not recorded) the median wall time."""
+    cpu = entry.get("cpu_times")
+    return float(np.median(cpu)) if cpu else float(entry["median"])
+
+
 def growth(
     rows: list[dict[str, Any]], budget_s: float = BUDGET_S, memory_gb: float = MACHINE_GB
 ) -> dict[str, dict[str, Any]]:
     r"""Per law, from its measured points: the time exponent ``b`` of :math:`t=c\,m^b`
-    (the two largest points), the memory slope (MB per 1,000 contexts, the line through the
-    two largest points: below them the memory is mostly the libraries') and the largest
-    ``m`` certified within ``budget_s`` on ``memory_gb`` GB:
-    measured when a point reached the budget, else extrapolated from these fits (the
-    smaller of the time and the memory bound), with ``extrapolated`` saying which."""
+    (the two largest points; ``t`` the CPU time of one thread, the time on a core of its
+    own: on a shared machine the wall time adds the load, up to several times it), the
+    memory slope (MB per 1,000 contexts, the line through the two largest points: below
+    them the memory is mostly the libraries') and the largest ``m`` certified within
+    ``budget_s`` on ``memory_gb`` GB: measured when a point reached the budget, else
+    extrapolated from these fits (the smaller of the time and the memory bound), with
+    ``extrapolated`` saying which."""
     out: dict[str, dict[str, Any]] = {}
     for law in dict.fromkeys(r["law"] for r in rows):
         pts = [
-            (r["m"], r["specialised"]["median"], r["specialised"].get("peak_rss_mb"))
+            (r["m"], _work_seconds(r["specialised"]), r["specialised"].get("peak_rss_mb"))
             for r in rows
             if r["law"] == law and r["specialised"].get("median") is not None
         ]

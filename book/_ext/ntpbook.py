@@ -236,7 +236,18 @@ def _fmt_s(entry: dict | None) -> str:
     if med is None:
         return str(entry.get("status", "failed"))
     spread = f" [{entry['min']:.3g}, {entry['max']:.3g}]" if entry.get("repeats", 1) > 1 else ""
-    return f"{med:.3g} s{spread}{_fmt_mem(entry)}"
+    return f"{med:.3g} s{spread}{_fmt_cpu(entry)}{_fmt_mem(entry)}"
+
+
+def _fmt_cpu(entry: dict) -> str:
+    """``, CPU 41 s at load 7.2`` when the runs recorded their CPU times (one thread: the
+    time on a core of its own) and the load before them, else nothing."""
+    cpu = entry.get("cpu_times")
+    if not cpu:
+        return ""
+    load = entry.get("load_before")
+    at = f" at load {load:.1f}" if isinstance(load, int | float) else ""
+    return f", CPU {sorted(cpu)[len(cpu) // 2]:.3g} s{at}"
 
 
 def _fmt_mem(entry: dict) -> str:
@@ -390,7 +401,9 @@ def _within(
     generic = f" (cvxpy: {generic})" if generic else ""
     if sp.get("median") is not None:
         ok = sp["median"] <= limit_s and (sp.get("violation") or 0.0) <= TOL
-        text = _dur(sp["median"])
+        runs = sp.get("repeats", 1)
+        spread = f" [{_dur(sp['min'])}, {_dur(sp['max'])}] ({runs} runs)" if runs > 1 else ""
+        text = _dur(sp["median"]) + spread + _fmt_cpu(sp)
         if gap_tol is not None:
             gap = sp.get("gap")
             if gap is None:  # a run from before the bench recorded the certificate

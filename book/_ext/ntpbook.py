@@ -1133,9 +1133,11 @@ def _largest_m_text(law: str, fit: dict) -> str:
     if fit.get("largest_m") is None:
         return f"{_law_name(law)}: not decidable from this run"
     how = (
-        f"extrapolated from the measured points (CPU time ∝ m^{fit['time_exponent']:.2f} "
-        f"through the two largest, memory + {fit.get('memory_mb_per_1000', float('nan')):.0f}"
-        f" MB per 1,000 contexts; the {fit.get('limited_by', 'time')} bound)"
+        f"extrapolated from the measured points: CPU time per iteration ∝ "
+        f"m^{fit['time_exponent']:.2f} through the two largest, times "
+        f"{fit.get('iterations_max', '?')} iterations (the most seen), memory + "
+        f"{fit.get('memory_mb_per_1000', float('nan')):.0f} MB per 1,000 contexts; the "
+        f"{fit.get('limited_by', 'time')} bound"
         if fit.get("extrapolated")
         else "measured"
     )

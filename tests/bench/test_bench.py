@@ -175,16 +175,22 @@ def test_scaling_point_in_a_child_and_the_growth_fit():
     assert res["repeats"] == 2 and len(res["cpu_times"]) == 2 and res["peak_rss_mb"] > 0
     assert res["shape"] == [40, 120] and res["reduced_shape"][1] <= 120
 
-    def row(law, m, t, mb):
-        return {"law": law, "m": m, "specialised": {"median": t, "peak_rss_mb": mb}}
+    def row(law, m, t, mb, its=10):
+        spec = {"median": 2 * t, "cpu_times": [t], "peak_rss_mb": mb, "iterations": its}
+        return {"law": law, "m": m, "specialised": spec}
 
     rows = [row("a", 1000, 1.0, 200.0), row("a", 2000, 3.0, 300.0), row("a", 4000, 12.0, 500.0)]
     fit = scaling.growth(rows, budget_s=600.0, memory_gb=24.0)["a"]
-    assert fit["time_exponent"] == pytest.approx(2.0)  # 3 s -> 12 s for twice m
+    # CPU time (not the wall time) per iteration: 0.3 s -> 1.2 s for twice m
+    assert fit["time_exponent"] == pytest.approx(2.0) and fit["iterations_max"] == 10
     assert fit["memory_mb_per_1000"] == pytest.approx(100.0, rel=0.05)
     assert fit["extrapolated"] and fit["limited_by"] == "time"
     assert fit["largest_m"] == int(4000 * (600 / 12) ** 0.5)
-    rows.append(row("a", 8000, 700.0, 900.0))  # past the budget: the answer is measured
+    rows.append(row("a", 8000, 700.0, 900.0, its=5))  # past the budget: measured
+    fewer = scaling.growth(rows[:2] + [row("a", 4000, 6.0, 500.0, its=5)])["a"]
+    assert fewer["iterations_max"] == 10  # the most iterations seen, not the last point's
+    # 1.2 s an iteration at m = 4000, growing as m^2, times 10 iterations: 600 s at
+    assert fewer["largest_m"] == int(4000 * (600 / (1.2 * 10)) ** 0.5)
     fit = scaling.growth(rows, budget_s=600.0, memory_gb=24.0)["a"]
     assert fit == {**fit, "largest_m": 4000, "extrapolated": False}
     small = scaling.growth(rows[:3], budget_s=600.0, memory_gb=1.0)["a"]  # 1 GB: memory binds

@@ -1134,7 +1134,8 @@ def _largest_m_text(law: str, fit: dict) -> str:
         return f"{_law_name(law)}: not decidable from this run"
     how = (
         f"extrapolated from the measured points: CPU time per iteration ∝ "
-        f"m^{fit['time_exponent']:.2f} through the two largest, times "
+        f"m^{fit.get('time_exponent_used', fit['time_exponent']):.2f} (fitted "
+        f"{fit['time_exponent']:.2f} through the two largest points), times "
         f"{fit.get('iterations_max', '?')} iterations (the most seen), memory + "
         f"{fit.get('memory_mb_per_1000', float('nan')):.0f} MB per 1,000 contexts; the "
         f"{fit.get('limited_by', 'time')} bound"

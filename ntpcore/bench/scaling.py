@@ -222,8 +222,10 @@ def growth(
     with ``m`` in a regular way (all-distinct supports: 118, 104, 76, 146 iterations at
     ``m`` = 1,000 ... 10,000), so the time is modelled as the cost of an iteration,
     :math:`c\,m^b` through the two largest points (``time_exponent`` ``b``: the
-    :math:`r^2u` of the SVT, about linear once the word classes ``r`` reach ``V``), times
-    the most iterations seen for the law (``iterations_max``).  Memory: the line through the
+    :math:`r^2u` of the SVT, about linear once the word classes ``r`` reach ``V``; a fit
+    below linear, from the noise of a shared machine's CPU times, is replaced by the line
+    through the largest point: ``time_exponent_used``), times the most iterations seen for
+    the law (``iterations_max``).  Memory: the line through the
     two largest points (below them it is mostly the libraries'), ``memory_mb_per_1000``.
     ``largest_m`` is measured when one point exceeded the budget and a smaller one did not,
     else extrapolated from these fits (the smaller of the time and the memory bound),
@@ -252,6 +254,10 @@ def growth(
             "time_exponent": b,
             "iterations_max": its,
         }
+        if b < 1.0:  # never below linear: u grows with m at fixed r (noise, or r saturating)
+            m_top, t_top = max(zip(ms, per_it, strict=True))
+            c, b = t_top / m_top, 1.0
+        info["time_exponent_used"] = b
         m_time = (budget_s / (c * its)) ** (1.0 / b) if b > 0 else math.inf
         mems = [(m, float(p)) for m, _, p, _ in pts if p is not None]
         m_mem = math.inf

@@ -191,6 +191,10 @@ def test_scaling_point_in_a_child_and_the_growth_fit():
     assert fewer["iterations_max"] == 10  # the most iterations seen, not the last point's
     # 1.2 s an iteration at m = 4000, growing as m^2, times 10 iterations: 600 s at
     assert fewer["largest_m"] == int(4000 * (600 / (1.2 * 10)) ** 0.5)
+    pts = [row("a", 2000, 3.0, 300.0), row("a", 4000, 3.6, 500.0)]
+    flat = scaling.growth(pts, memory_gb=1000.0)["a"]
+    assert flat["time_exponent"] < 1 and flat["time_exponent_used"] == 1.0  # never sublinear
+    assert flat["largest_m"] == int(4000 * 600 / (0.36 * 10))
     fit = scaling.growth(rows, budget_s=600.0, memory_gb=24.0)["a"]
     assert fit == {**fit, "largest_m": 4000, "extrapolated": False}
     small = scaling.growth(rows[:3], budget_s=600.0, memory_gb=1.0)["a"]  # 1 GB: memory binds

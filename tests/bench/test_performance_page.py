@@ -590,7 +590,7 @@ def test_the_scaling_table_and_the_largest_m_row():
     assert "31 s [30 s, 33 s], 3 runs, CPU 30 s, peak 1.8 GB, 78 it., 977×5,000 reduced" in text
     assert "the corpus has 5,794 qualifying contexts" in text
     assert "m ≈ 41,000 (extrapolated from the measured points: CPU time per iteration" in text
-    assert "∝ m^1.31 through the two largest, times 146 iterations (the most seen)" in text
+    assert "∝ m^1.31 (fitted 1.31 through the two largest points), times 146 iterations" in text
     row = _find(data, "nuclear-norm SVM: the largest")
     assert "all supports distinct: m ≈ 41,000 (extrapolated" in row[1]
     assert row[2] == "– (no target)"

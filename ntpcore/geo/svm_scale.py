@@ -86,9 +86,14 @@ MKL (torch's CPU build, one thread) is slower here: 0.21 s / 0.20 s / 0.21 s in 
 With the plain step, checks every 10, the switch at ``1e-4`` and plain alternating
 projections the instance took 90 iterations (46 float32, 44 float64) and 8 polish steps,
 57 s on a quiet machine; now 76 iterations (60 float32, 16 float64) and 7 polish steps.
-In CPU time, paired runs at load 5-8 (whole processes, median of 3): 54.8 s before,
-47.0 s with the relaxed step, the checks near the certificate and the later switch (78
-iterations), before the relaxed polish.
+In CPU time, paired runs (whole processes: start-up and instance included; median
+[min, max] of 3 pairs, load 5-11): 55.5 s [55.0, 58.7] before, 41.7 s [41.3, 44.5] now
+(ratio 0.75 [0.75, 0.76]); 47.0 s with the relaxed step, the checks near the certificate
+and the later switch but before the relaxed polish.  Their wall times at that load:
+414 s [267, 506] and 230 s [215, 288].  At 1000 x 5000 the bench's other laws take 14-45 s
+of CPU time (1-4 words with Zipf exponent 1.1: 35 s, 88 iterations; 1.5: 21 s, 146
+iterations; 1-8 words: 44 s, 82 iterations; the Wikipedia sample's supports: 45 s, 80
+iterations; the ladder's shared patterns: 14.5 s, 122 iterations).
 
 *The same instance measured 44 s and 88 s* (the old solver).  Its iteration count does not
 change (90 in every run: the iteration is deterministic for a given BLAS) and neither do

@@ -10,7 +10,8 @@
 #   make mutations                             deliberate scientific errors: are they all caught?
 #   make mutants                               code-level mutants of the science modules, the
 #                                              figures as the test (a developer's tool, not CI)
-#   make install | notebooks | html | check-book | browser-test | bench | lint | dev | clean
+#   make install | notebooks | html | check-book | browser-test | bench | bench-scaling | lint
+#   make dev | clean
 #   make book TORCH_INDEX=<url>                torch from that index (default: the CPU build)
 #
 # Note: MPLBACKEND is deliberately not exported (it would leak into the kernels and
@@ -37,10 +38,10 @@ export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := 1
 
 .PHONY: help install book book-from-test notebooks html test unit nbval golden reproducibility mutations mutants \
-        check-book browser-test bench lint dev clean distclean
+        check-book browser-test bench bench-scaling lint dev clean distclean
 
 help:
-	@sed -n '2,17p' Makefile
+	@sed -n '2,18p' Makefile
 
 install: $(STAMP)
 
@@ -166,6 +167,11 @@ bench: $(STAMP)
 	$(PY) -m tools.bench --max-seconds $(BENCH_LIMIT)
 	@if ls book/executed/*.ipynb >/dev/null 2>&1; then $(MAKE) html; \
 	else echo "Run make book to build the book with the Performance page."; fi
+
+# The nuclear-norm SVM's time and peak memory against m (V = 1000, m up to 20000, every
+# support law), and the largest m one machine certifies in 10 minutes: about an hour, one core.
+bench-scaling: $(STAMP)
+	$(PY) -m tools.bench --only geo-scaling
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check ntpcore tests book/_ext

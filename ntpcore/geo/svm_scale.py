@@ -32,26 +32,83 @@ whose residual exceeds the last accepted residual is replaced by the plain step
 :math:`T(v_k)` (Zhang, O'Donoghue & Boyd, SIAM J. Optim. 2020), so the iteration inherits
 the convergence of Douglas-Rachford.
 
+*The relaxed step.*  The state moves by :math:`v\leftarrow v+\lambda(x-z)` with
+:math:`\lambda` = ``relax`` = 1.5 (over-relaxed Douglas-Rachford: the same fixed points, firmly
+non-expansive for :math:`\lambda<2`); Anderson acceleration and its safeguard act on this
+operator.  Iterations to the certificate on the all-distinct 1000 x 5000 instance with the
+gap checked every 2 iterations: 82 at :math:`\lambda=1`, 76 at 1.5 (and 80 at 1.3 and 1.8
+with checks every 10, against 90 at 1).
+
 *The penalty* :math:`\rho` stays fixed at ``0.2 / mean(s)`` (``s`` the nonzero singular
 values of the centred support, the start).  On the bench ladder, residual balancing and
 changing :math:`\rho` when the gap stalls (or once the primal has converged) slowed the
 certificate down.  The best fixed multiple depends on the instance; iterations with
 ``c / mean(s)`` for ``c`` = 0.1 / 0.2 / 0.3 / 0.5 on the ladder's instances
-(:func:`tools.bench.solvers.geo_supports`): 200 x 1000 150 / 80 / 60 / 60, 500 x 2500
-150 / 90 / 100 / 120, 1000 x 5000 150 / 140 / 180 / 240; with all supports distinct:
-200 x 1000 90 / 60 / 50 / 50, 500 x 2500 190 / 100 / 70 / 80, 1000 x 5000 140 / 90 / 90
-(not run at 0.5).  ``0.2`` is within 30 iterations of the best everywhere.  *The memory*
-is 8: 5, 8 and 12 gave iteration counts within 20 of each other on the patterns
-instances and the 200 x 1000 and 500 x 2500 all-distinct ones, and each stored pair costs
-two (r x u) arrays.
+(:func:`tools.bench.solvers.geo_supports`) with the plain step: 200 x 1000 150 / 80 /
+60 / 60, 500 x 2500 150 / 90 / 100 / 120, 1000 x 5000 150 / 140 / 180 / 240; with all
+supports distinct: 200 x 1000 90 / 60 / 50 / 50, 500 x 2500 190 / 100 / 70 / 80, 1000 x
+5000 140 / 90 / 90 (not run at 0.5).  With the relaxed step, all-distinct 1000 x 5000:
+``c`` = 0.15 / 0.2 / 0.3: 92 / 76 / 88.  *The memory* is 8: 5, 8 and 12 gave iteration
+counts within 20 of each other on the patterns instances and the 200 x 1000 and 500 x 2500
+all-distinct ones (12: 76 iterations on the all-distinct 1000 x 5000 instance, as 8).  The
+stored differences stay float64: stored as float32 and widened to float64 a block at a
+time for the products (half the memory), the Anderson step took 36 ms instead of 27 ms at
+977 x 5000 (the widening costs more than the memory traffic it saves), and float32
+products would put float32 rounding into an ill-conditioned least-squares problem.
 
-*Single precision first.*  Until the fixed-point residual is below ``1e-4 ||Z0||_F``
-(about half the iterations) the SVT, the dominant cost, runs in float32 (Gram matrix,
-eigendecomposition and product at about half the float64 time); its rounding, about
-``1e-7`` of ``||y||``, is far below the residual, and the iteration counts were unchanged
-on the ladder (switching at ``1e-5`` instead cost 30 iterations on one instance).  The
-projection, the state and the certificate stay in float64 throughout, so every ``z`` is
-feasible and the certificate is exact; no gap is evaluated in that phase.
+*Single precision first.*  Until the fixed-point residual is below ``3e-5 ||Z0||_F``, or
+stops falling by 20% every 5 iterations, the SVT, the dominant cost, runs in float32
+(Gram matrix, eigendecomposition and product at about half the float64 time).  The
+Gram matrix squares the spectrum, so its rounding perturbs the SVT by about
+:math:`\epsilon_{32}\sigma_{max}^2/\tau^2` relative, far below the residual early on: on the
+all-distinct 1000 x 5000 instance the float32 residuals follow the float64 ones to
+``5e-5 ||Z0||_F`` and lag by a factor 1.5 at ``1e-5``.  Switching at ``1e-4`` there: 47
+float32 and 29 float64 iterations; at ``3e-5``: 60 and 18 (78 in all, at about 0.33 s
+against 0.6 s an iteration, below).  The projection, the state and the certificate stay
+in float64 throughout, so every ``z`` is feasible and the certificate is exact; no gap is
+evaluated in that phase.  The gap is evaluated every ``check_every`` = 10 iterations, and
+every 2 once it is within ``30 tol``, so that the certificate is not missed by up to 9
+iterations (90 -> 82 at :math:`\lambda=1` on that instance).
+
+Where the time goes
+-------------------
+Measured on a 2-core AMD EPYC (Zen 4, AVX-512) virtual machine, one thread, the wheels'
+OpenBLAS (numpy's for the products, scipy's for the eigendecompositions, both on their
+AVX-512 ``SkylakeX`` kernels), at the all-distinct 1000 x 5000 instance (reduced 977 x
+5000): per float64 iteration the Gram matrix ``Y Y^T`` 0.10 s, its eigendecomposition
+(``syevd``) 0.145 s, the product ``QY`` 0.18 s (about 50 Gflop/s: the BLAS is at its
+peak), the projection about 0.06 s, the Anderson step about 0.03 s; in float32 0.05 /
+0.083 / 0.093 s.  A gap evaluation costs about one iteration, a polish step a bit more,
+the final ``gesdd`` singular values 1.2 s.  The SVT output has rank 889 of 977 at the
+solution: the max-margin logits of such supports are not low rank, so partial
+eigendecompositions (``syevr``: 0.18 s for every vector) or randomized SVDs do not pay.
+MKL (torch's CPU build, one thread) is slower here: 0.21 s / 0.20 s / 0.21 s in float64.
+With the plain step, checks every 10, the switch at ``1e-4`` and plain alternating
+projections the instance took 90 iterations (46 float32, 44 float64) and 8 polish steps,
+57 s on a quiet machine; now 76 iterations (60 float32, 16 float64) and 7 polish steps.
+In CPU time, paired runs (whole processes: start-up and instance included; median
+[min, max] of 3 pairs, load 5-11): 55.5 s [55.0, 58.7] before, 41.7 s [41.3, 44.5] now
+(ratio 0.75 [0.75, 0.76]); 47.0 s with the relaxed step, the checks near the certificate
+and the later switch but before the relaxed polish.  Their wall times at that load:
+414 s [267, 506] and 230 s [215, 288].  At 1000 x 5000 the bench's other laws take 14-45 s
+of CPU time (1-4 words with Zipf exponent 1.1: 35 s, 88 iterations; 1.5: 21 s, 146
+iterations; 1-8 words: 44 s, 82 iterations; the Wikipedia sample's supports: 45 s, 80
+iterations; the ladder's shared patterns: 14.5 s, 122 iterations).
+
+*The same instance measured 44 s and 88 s* (the old solver).  Its iteration count does not
+change (90 in every run: the iteration is deterministic for a given BLAS) and neither do
+the BLAS kernels: OpenBLAS's AVX2 kernels (``OPENBLAS_CORETYPE=Haswell``, what a CPU or
+hypervisor without AVX-512 gets) run the Gram matrix, eigendecomposition and product in
+0.44 s of CPU time against 0.41-0.43 s for the AVX-512 ones (Zen 4 executes AVX-512 on
+256-bit units).  What changes is the load of the 2 shared cores: paired runs of the old
+solver took 89 s, 96 s and 244 s of wall time for 53-56 s of CPU time at load averages
+5-8 (other users' test suites), 57 s at load about 1; 88 s is what it takes beside one
+busy neighbour.  A BLAS allowed two threads is worse under load (the same three
+operations: 2.2 s of wall time at load 5 against 0.41 s with one thread) and better on an
+idle machine, which may be how it once took 44 s, below the 57 s of one quiet thread (not
+reproduced: the machine was never idle).  The bench therefore records, per solve, the
+load average before it and the CPU time beside the wall time, and per run the kernels and
+threads of numpy's and scipy's OpenBLAS (``machine.blas`` in ``bench.json``).
 
 Certificate
 -----------
@@ -65,14 +122,15 @@ Waiting for the Douglas-Rachford dual to make this tight is slow (the primal set
 before), so the certificate is built from the nearly optimal iterate instead:
 
 * at every gap evaluation, :math:`P=\Pi_D(G)` (the Euclidean projection, a root-finding
-  per column, :func:`_project_dual_cone`) rather than clipping :math:`G`, which on the
-  bench ladder halves the dual's loss;
+  per column, :func:`ntpcore.geo.svm_dual._project_dual_cone`) rather than clipping
+  :math:`G`, which on the bench ladder halves the dual's loss;
 * once :math:`\|z\|_*-\|x\|_*` (the primal's excess over the infeasible SVT output, which
   is optimal to second order) is below half the requested gap, a *dual polish*
   alternates projections between :math:`D` and the unit operator-norm ball
-  (:func:`_dual_polish`): the scaling loss :math:`\|P\|_{op}-1` falls geometrically and the
-  dual reaches the primal's accuracy in 3-5 projections (500 x 2500: relative dual
-  error 2e-6 -> 3e-8 in 6 projections).
+  (:func:`ntpcore.geo.svm_dual._dual_polish`): the scaling loss :math:`\|P\|_{op}-1`
+  falls geometrically (it halves at every projection on the all-distinct 1000 x 5000
+  instance) and the dual reaches the primal's accuracy in 3-8 projections (500 x 2500:
+  relative dual error 2e-6 -> 3e-8 in 6 projections).
 
 The gap pairs the best feasible primal with the best dual point met so far (any dual
 point bounds the optimum, whichever iterate it came from).  During the iteration the gap
@@ -106,12 +164,17 @@ import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
 
 from ntpcore.core.validate import as_support
-from ntpcore.errors import SolverError
+from ntpcore.errors import ParameterError, SolverError
+from ntpcore.geo.svm_dual import (  # noqa: F401  (_clip_op: re-exported for the tests)
+    _clip_op,
+    _dual_polish,
+    _dual_value,
+    _nuclear_estimate,
+    _op_norm_estimate,
+    _project_dual_cone,
+)
 from ntpcore.geo.svm_problem import (
-    _BLOCK_ENTRIES,
-    _NEVER,
     NuclearSVMResult,
-    _breakpoint_roots,
     _dual_repair,
     _project_columns,
     expand_solution,
@@ -170,124 +233,6 @@ def _polar_gram(
     return ((Uk / s[None, :]) @ Uk.T) @ A, s
 
 
-def _nuclear_estimate(A: NDArray[np.float64]) -> float:
-    """``||A||_*`` from the eigenvalues of the smaller Gram matrix (no vectors)."""
-    M = A @ A.T if A.shape[0] <= A.shape[1] else A.T @ A
-    ev = scipy.linalg.eigvalsh(M, check_finite=False, driver="evd")
-    return float(np.sqrt(np.maximum(ev, 0.0)).sum())
-
-
-def _op_norm_estimate(A: NDArray[np.float64]) -> float:
-    """``||A||_op`` from the largest eigenvalue of the smaller Gram matrix."""
-    M = A @ A.T if A.shape[0] <= A.shape[1] else A.T @ A
-    n = M.shape[0]
-    ev = scipy.linalg.eigvalsh(M, subset_by_index=[n - 1, n - 1], check_finite=False)
-    return float(np.sqrt(max(ev[-1], 0.0)))
-
-
-def _project_dual_cone(
-    H: NDArray[np.float64], Sr: NDArray[np.bool_], omega: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    r"""Euclidean projection of each column onto :math:`D_g=\{g:\ \omega^\top g=0,\
-    g_w\le0\ (w\notin\mathcal S_g)\}` (the sign and column-sum constraints of the dual).
-
-    KKT: :math:`g=h-\mu\omega` on the support and :math:`\min(h-\mu\omega,0)` off it, with
-    :math:`\mu` the root of the decreasing concave piecewise-linear
-    :math:`\phi(\mu)=\omega^\top g(\mu)`.  For a fixed set :math:`\mathcal A` of clipped-free
-    off-support words (:math:`h_w/\omega_w<\mu`) :math:`\mu=\sum_{\mathcal S\cup\mathcal A}
-    \omega h/\sum_{\mathcal S\cup\mathcal A}\omega^2` is Newton's step; started at the
-    support-only value (where :math:`\phi\le0`) it decreases monotonically to the root in
-    finitely many steps.  In :math:`a=-\mu` this is the root-finding of
-    :func:`ntpcore.geo.svm_problem._project_columns` with breakpoints :math:`-h_w/\omega_w`
-    (:func:`ntpcore.geo.svm_problem._breakpoint_roots`), run on column blocks that stay in cache.
-    """
-    r, u = H.shape
-    w = omega[:, None]
-    w2 = omega * omega
-    unit = bool(np.all(omega == 1.0))
-    rows, cols = np.nonzero(Sr)
-    A = -np.bincount(cols, weights=omega[rows] * H[rows, cols], minlength=u)
-    B = np.bincount(cols, weights=w2[rows], minlength=u)
-    mu = np.empty(u)
-    out = np.empty_like(H)
-    step = max(1, _BLOCK_ENTRIES // max(r, 1))
-    for c0 in range(0, u, step):
-        blk = slice(c0, min(u, c0 + step))
-        Hb = H[:, blk]
-        T = -Hb if unit else -(Hb / w)
-        T[Sr[:, blk]] = _NEVER
-        m = -_breakpoint_roots(T, A[blk], B[blk], w2, A[blk] / B[blk])
-        mu[blk] = m
-        np.minimum(Hb - w * m, 0.0, out=out[:, blk])
-    out[rows, cols] = H[rows, cols] - omega[rows] * mu[cols]
-    return out
-
-
-def _clip_op(G: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
-    """Projection of ``G`` onto the unit operator-norm ball (singular values clipped at 1),
-    from the Gram eigen-decomposition; also returns ``||G||_op`` (estimate to rounding)."""
-    if G.shape[0] > G.shape[1]:
-        Gt, op = _clip_op(G.T)
-        return Gt.T, op
-    ev, U = scipy.linalg.eigh(G @ G.T, check_finite=False, driver="evd")
-    op = float(np.sqrt(max(ev[-1], 0.0)))
-    big = ev > 1.0
-    if not big.any():
-        return G, op
-    Ub = U[:, big]
-    return G - (Ub * (1.0 - 1.0 / np.sqrt(ev[big]))[None, :]) @ (Ub.T @ G), op
-
-
-def _dual_value(
-    G: NDArray[np.float64],
-    Sr: NDArray[np.bool_],
-    omega: NDArray[np.float64],
-    delta: NDArray[np.float64],
-) -> float:
-    """Reduced dual objective ``-sum_g delta_g sum_{w not in S_g} omega_w G_wg``: the full
-    weighted sum ``omega^T G delta`` less its support entries (a few per column)."""
-    rows, cols = np.nonzero(Sr)
-    on = float((omega[rows] * G[rows, cols]) @ delta[cols])
-    return on - float(omega @ G @ delta)
-
-
-def _dual_polish(
-    G: NDArray[np.float64],
-    Sr: NDArray[np.bool_],
-    omega: NDArray[np.float64],
-    delta: NDArray[np.float64],
-    target: float,
-    max_steps: int,
-) -> tuple[float, NDArray[np.float64], int]:
-    r"""Best dual-feasible point met by alternating projections between the sign/column-sum
-    cone :math:`D` and the unit operator-norm ball, started at the subgradient ``G``.
-
-    Every :math:`P=\Pi_D(\cdot)` certifies :math:`-\langle J-S,P\rangle/\|P\|_{op}`; the
-    projections converge to a point of the intersection (both sets are convex), so the
-    scaling loss :math:`\|P\|_{op}-1` vanishes.  Stops once the value reaches ``target``,
-    after ``max_steps``, or when the gains, extrapolated as a geometric series from the
-    last two, cannot reach ``target``.  Returns (estimated value, unscaled ``P``, steps).
-    """
-    best, P_best = -np.inf, G
-    gain = np.inf
-    steps = 0
-    for _ in range(max_steps):
-        steps += 1
-        P = _project_dual_cone(G, Sr, omega)
-        G, op = _clip_op(P)
-        value = _dual_value(P, Sr, omega, delta) / max(1.0, op * (1.0 + 1e-12))
-        new_gain = value - best
-        if value > best:
-            best, P_best = value, P
-        if value >= target or new_gain <= 0.0:
-            break
-        q = new_gain / gain  # 0 after the first step (gain = inf)
-        if 0.0 < q < 1.0 and new_gain * q / (1.0 - q) < target - value:
-            break
-        gain = new_gain
-    return best, P_best, steps
-
-
 def _anderson_update(
     H: NDArray[np.float64],
     dG: NDArray[np.float64],
@@ -323,30 +268,34 @@ def solve_nuclear_svm_scale(
     check_every: int = 10,
     memory: int = 8,
     rho: float | None = None,
+    relax: float = 1.5,
     polish_steps: int = 12,
     max_seconds: float | None = None,
     log: Callable[[dict[str, float]], None] | None = None,
-    single_until: float = 1e-4,
+    single_until: float = 3e-5,
 ) -> NuclearSVMResult:
-    """Nuclear-norm NTP-SVM for large vocabularies (Anderson-accelerated Douglas-Rachford).
+    r"""Nuclear-norm NTP-SVM for large vocabularies (Anderson-accelerated Douglas-Rachford).
 
     Parameters
     ----------
     S : (V, m) bool or 0/1 support matrix.
     tol : relative duality gap certified at exit.
     max_iter : iteration limit.
-    check_every : iterations between (estimated) gap evaluations.
+    check_every : iterations between (estimated) gap evaluations; every 2 iterations once
+        an evaluated gap is within ``30 tol`` (the certificate is then near).
     memory : Anderson memory (0: plain Douglas-Rachford, i.e. ADMM).
     rho : penalty (default: from the scale of the centred support).
+    relax : relaxation :math:`\lambda\in(0,2)` of the Douglas-Rachford step
+        :math:`v\leftarrow v+\lambda(x-z)` (1: the plain step; the fixed points are the same).
     polish_steps : most alternating projections per dual polish (0: certificate from the
         Douglas-Rachford dual alone).
     max_seconds : optional wall-time limit.
     log : called at every gap evaluation with iteration, (estimated) gap, primal, dual,
         fixed-point residual and the number of polish steps taken.
     single_until : the SVT runs in single precision while the fixed-point residual
-        ``||T(v) - v||_F`` is above ``single_until * ||Z0||_F`` (``Z0`` the start) and for at
-        most ``max_iter // 2`` iterations (0: double precision throughout); the gap is
-        evaluated and certified in double precision only.
+        ``||T(v) - v||_F`` is above ``single_until * ||Z0||_F`` (``Z0`` the start), still falls
+        by 20% every 5 iterations, and for at most ``max_iter // 2`` iterations (0: double
+        precision throughout); the gap is evaluated and certified in double precision only.
 
     Returns
     -------
@@ -358,9 +307,13 @@ def solve_nuclear_svm_scale(
     ------
     DataError
         On an invalid support matrix.
+    ParameterError
+        If ``relax`` is not in (0, 2).
     SolverError
         If the gap ``tol`` is not certified within ``max_iter`` iterations / ``max_seconds``.
     """
+    if not 0.0 < relax < 2.0:
+        raise ParameterError(f"relax must lie in (0, 2), got {relax}")
     S = as_support(S)
     t0 = time.perf_counter()
     # start: reduced centred support and its polar factor, as solve_nuclear_svm
@@ -397,13 +350,14 @@ def solve_nuclear_svm_scale(
     y32 = np.empty(v.shape, dtype=np.float32) if single else None
     x32 = np.empty_like(y32) if single else None
     switch_res = single_until * float(np.linalg.norm(Z0))
+    res_hist: list[float] = []
     rhs_prev: NDArray[np.float64] | None = None  # the last Anderson right-hand side, dG prev_g
     # best feasible primal and best dual-feasible point met so far (estimated values)
     best_primal: tuple[float, NDArray[np.float64]] = (np.inf, Z0)
     best_dual: tuple[float, NDArray[np.float64]] = (-np.inf, Z0)
     certified: tuple[NDArray[np.float64], float, NDArray[np.float64], float] | None = None
     gap = np.inf
-    it = 0
+    it = last_check = 0
     for it in range(1, max_iter + 1):
         z, alpha = _project_columns(vy, Sr, omega, delta, alpha, out=z, support=support)
         np.subtract(z, vy, out=vy)
@@ -415,11 +369,19 @@ def solve_nuclear_svm_scale(
             np.copyto(x, x32)
         else:
             x, nuc_x = _svt_nuc(y, 1.0 / rho, out=x)
-        np.subtract(x, z, out=g)  # fixed-point residual T(v) - v
+        # relaxed step: T(v) = v + relax (x - z), with v = 2z - y
+        np.subtract(x, z, out=g)
+        if relax != 1.0:
+            g *= relax  # fixed-point residual T(v) - v
         np.subtract(z, y, out=f)
-        f += x  # T(v)
+        f += z
+        f += g  # T(v)
         res = float(np.linalg.norm(g))
-        if single and (res < switch_res or it > max_iter // 2):  # (the latter: a failsafe)
+        # double precision once the residual is small, or once single precision stalls (5
+        # iterations gaining less than 20%: its rounding is then what the residual measures)
+        res_hist.append(res)
+        stalled = len(res_hist) > 5 and res > 0.8 * res_hist[-6]
+        if single and (res < switch_res or stalled or it > max_iter // 2):  # (a failsafe)
             single, y32, x32 = False, None, None
         # safeguard: an accelerated state must not increase the residual; restart the
         # memory from the last accepted state's T(v)
@@ -429,7 +391,9 @@ def solve_nuclear_svm_scale(
             continue
         # no gap evaluation in the single-precision phase: its residual is far above what a
         # certificate needs
-        if it % check_every == 0 and not single:
+        due = it % check_every == 0 or (gap <= 30.0 * tol and it - last_check >= 2)
+        if due and not single:
+            last_check = it
             primal = _nuclear_estimate(z)
             if primal < best_primal[0]:
                 best_primal = (primal, z.copy())
@@ -492,7 +456,12 @@ def solve_nuclear_svm_scale(
         # type-II Anderson: gamma = argmin ||g - dG^T gamma||, v+ = T(v) - dF^T gamma
         Hk = H[:k, :k].copy()
         Hk[np.diag_indices(k)] += 1e-12 * np.trace(Hk) + 1e-300
-        gamma = scipy.linalg.solve(Hk, rhs, assume_a="pos", check_finite=False)
+        try:
+            gamma = scipy.linalg.solve(Hk, rhs, assume_a="pos", check_finite=False)
+        except np.linalg.LinAlgError:  # a degenerate history: plain step, memory restarted
+            np.copyto(vy, prev_f)
+            n_hist, rhs_prev = 0, None
+            continue
         np.matmul(gamma, dF[:k], out=vy.reshape(-1))
         np.subtract(prev_f, vy, out=vy)
     if certified is None:

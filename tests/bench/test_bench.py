@@ -144,3 +144,93 @@ def test_paired_children_time_a_cold_call_and_save_its_statistics(side, tmp_path
     stats = dict(np.load(out))
     assert set(stats) == set(paired.CASES["att_cyclic"].stats)
     assert stats["corr_svm"].shape == (1, 21)
+
+
+def test_zipf_and_corpus_laws_of_the_nuclear_ladder():
+    """The Zipf laws: seeded, supports of 1..K words drawn independently (repeats allowed),
+    a larger exponent concentrating them on fewer words; the corpus law: the Wikipedia
+    sample's m most frequent contexts, the same supports whatever the seed."""
+    for law, k in (("zipf1.1-k4", 4), ("zipf1.5-k4", 4), ("zipf1.1-k8", 8)):
+        S = bench.geo_supports(300, 1200, law, seed=4)
+        np.testing.assert_array_equal(S, bench.geo_supports(300, 1200, law, seed=4))
+        sizes = S.sum(axis=0)
+        assert S.shape == (300, 1200) and sizes.min() >= 1 and sizes.max() == k
+        assert len(np.unique(S, axis=1).T) < 1200  # independent draws repeat short supports
+    steep = bench.geo_supports(300, 1200, "zipf1.5-k4", seed=4)
+    flat = bench.geo_supports(300, 1200, "zipf1.1-k4", seed=4)
+    assert (steep.sum(axis=1) > 0).sum() < (flat.sum(axis=1) > 0).sum()
+    S = bench.geo_supports(1000, 400, "wiki", seed=0)
+    assert S.shape[1] == 400 and S.shape[0] <= 1000 and S.any(axis=0).all()
+    np.testing.assert_array_equal(S, bench.geo_supports(1000, 400, "wiki", seed=7))
+
+
+def test_scaling_point_in_a_child_and_the_growth_fit():
+    """One point of the geo-scaling section in a child process (certified gap, reduced size,
+    peak memory, CPU times), and the fits: t = c m^b through the two largest points, memory
+    linear in m, the largest m within the budget extrapolated unless a point reached it."""
+    from tools.bench import scaling
+
+    res = scaling._run_child("zipf1.1-k4", 40, 120, 2, 60.0, 300.0)
+    assert res["status"] == "ok" and 0 <= res["gap"] <= 1e-6 and res["violation"] <= 1e-9
+    assert res["repeats"] == 2 and len(res["cpu_times"]) == 2 and res["peak_rss_mb"] > 0
+    assert res["shape"] == [40, 120] and res["reduced_shape"][1] <= 120
+
+    def row(law, m, t, mb, its=10):
+        spec = {"median": 2 * t, "cpu_times": [t], "peak_rss_mb": mb, "iterations": its}
+        return {"law": law, "m": m, "specialised": spec}
+
+    rows = [row("a", 1000, 1.0, 200.0), row("a", 2000, 3.0, 300.0), row("a", 4000, 12.0, 500.0)]
+    fit = scaling.growth(rows, budget_s=600.0, memory_gb=24.0)["a"]
+    # CPU time (not the wall time) per iteration: 0.3 s -> 1.2 s for twice m
+    assert fit["time_exponent"] == pytest.approx(2.0) and fit["iterations_max"] == 10
+    assert fit["memory_mb_per_1000"] == pytest.approx(100.0, rel=0.05)
+    assert fit["extrapolated"] and fit["limited_by"] == "time"
+    assert fit["largest_m"] == int(4000 * (600 / 12) ** 0.5)
+    rows.append(row("a", 8000, 700.0, 900.0, its=5))  # past the budget: measured
+    fewer = scaling.growth(rows[:2] + [row("a", 4000, 6.0, 500.0, its=5)])["a"]
+    assert fewer["iterations_max"] == 10  # the most iterations seen, not the last point's
+    # 1.2 s an iteration at m = 4000, growing as m^2, times 10 iterations: 600 s at
+    assert fewer["largest_m"] == int(4000 * (600 / (1.2 * 10)) ** 0.5)
+    pts = [row("a", 2000, 3.0, 300.0), row("a", 4000, 3.6, 500.0)]
+    flat = scaling.growth(pts, memory_gb=1000.0)["a"]
+    assert flat["time_exponent"] < 1 and flat["time_exponent_used"] == 1.0  # never sublinear
+    assert flat["largest_m"] == int(4000 * 600 / (0.36 * 10))
+    fit = scaling.growth(rows, budget_s=600.0, memory_gb=24.0)["a"]
+    assert fit == {**fit, "largest_m": 4000, "extrapolated": False}
+    small = scaling.growth(rows[:3], budget_s=600.0, memory_gb=1.0)["a"]  # 1 GB: memory binds
+    assert small["extrapolated"] and small["limited_by"] == "memory"
+    assert 8000 < small["largest_m"] < 10000  # (1024 MB - 100 MB) / (0.1 MB per context)
+
+
+def test_bench_blas_info_names_the_kernels():
+    from tools.bench.scaling import blas_info
+
+    info = blas_info()
+    assert set(info) <= {"numpy", "scipy"}
+    assert all("thread" in v for v in info.values())
+
+
+def test_scaling_runs_of_different_laws_add_up():
+    """A geo-scaling run replaces the points it measured and keeps the others, so runs of
+    different laws (one after another, or side by side) make one table, fits recomputed."""
+    from tools.bench.scaling import merge_sections
+
+    def sec(*pts):
+        rows = [
+            {"law": law, "m": m, "specialised": {"median": t, "peak_rss_mb": 100.0 + m / 10}}
+            for law, m, t in pts
+        ]
+        return {"V": 1000, "tol": 1e-6, "rows": rows, "growth": {}}
+
+    a = sec(("distinct", 1000, 1.0), ("distinct", 2000, 4.0))
+    b = sec(("zipf1.1-k4", 1000, 0.5), ("zipf1.1-k4", 2000, 1.0), ("distinct", 2000, 3.0))
+    merged = merge_sections(a, b)
+    assert [(r["law"], r["m"]) for r in merged["rows"]] == [
+        ("distinct", 1000),
+        ("distinct", 2000),
+        ("zipf1.1-k4", 1000),
+        ("zipf1.1-k4", 2000),
+    ]
+    assert merged["rows"][1]["specialised"]["median"] == 3.0  # the newer point
+    assert set(merged["growth"]) == {"distinct", "zipf1.1-k4"}
+    assert merge_sections(None, b) == b and merge_sections({**a, "V": 500}, b) == b

@@ -144,6 +144,27 @@ BENCH = {
             "law": "distinct",
             "distinct_supports": 10000,
         },
+        # the other support laws of the 1000 x 5000 target (index 9 to 12)
+        *(
+            {
+                **_row(
+                    "nuclear-svm-scale",
+                    {"V": 1000, "m": 5000},
+                    5_000_000,
+                    {**_timing(t, rel_gap=None), "gap": 9.0e-7},
+                    NOT_RUN,
+                    SKIPPED,
+                ),
+                "law": law,
+                "distinct_supports": n,
+            }
+            for law, t, n in (
+                ("zipf1.1-k4", 30.0, 3626),
+                ("zipf1.5-k4", 12.0, 2234),
+                ("zipf1.1-k8", 33.0, 4401),
+                ("wiki", 40.0, 4900),
+            )
+        ),
     ],
     "trainers": [
         {
@@ -221,7 +242,11 @@ def test_timed_out_generic_solvers_give_lower_bounds_and_limits_decide_scale_tar
     slow = copy.deepcopy(BENCH)
     slow["solvers"][5]["specialised"] = {**_timing(75.0, rel_gap=None), "gap": 8e-7}
     verdict = _find(slow, "nuclear-norm SVM $1000")[2]
-    assert verdict == "**no** (ladder instance); yes (all supports distinct)"
+    assert verdict == (
+        "**no** (ladder instance); yes (all supports distinct, 1-4 words, Zipf exponent 1.1, "
+        "1-4 words, Zipf exponent 1.5, 1-8 words, Zipf exponent 1.1, the Wikipedia sample's "
+        "supports)"
+    )
     assert _find(BENCH, "Graph-SVM at")[2] == "yes"
 
 
@@ -231,12 +256,16 @@ def test_the_nuclear_scale_targets_need_a_certified_gap_on_every_instance_law():
     is not met, a missing gap or a missing instance is not measured, and the row names the
     number of distinct supports."""
     row = _find(BENCH, "nuclear-norm SVM $1000")
-    assert "all supports distinct (5,000 distinct supports): 52 s, certified gap 9.2e-07" in row[1]
-    assert "ladder instance: 45 s, certified gap 8.1e-07" in row[1]
+    assert (
+        "all supports distinct (5,000 distinct supports): 52 s [52 s, 52 s] (3 runs), "
+        "certified gap 9.2e-07" in row[1]
+    )
+    assert "ladder instance: 45 s [45 s, 45 s] (3 runs), certified gap 8.1e-07" in row[1]
     loose = copy.deepcopy(BENCH)
     loose["solvers"][7]["specialised"]["gap"] = 2e-6
     verdict = _find(loose, "nuclear-norm SVM $1000")[2]
-    assert verdict == "yes (ladder instance); **no** (all supports distinct)"
+    assert verdict.startswith("yes (ladder instance, 1-4 words, Zipf exponent 1.1, ")
+    assert verdict.endswith("; **no** (all supports distinct)")
     unrecorded = copy.deepcopy(BENCH)
     del unrecorded["solvers"][7]["specialised"]["gap"]
     verdict = _find(unrecorded, "nuclear-norm SVM $1000")[2]
@@ -244,8 +273,15 @@ def test_the_nuclear_scale_targets_need_a_certified_gap_on_every_instance_law():
     absent = copy.deepcopy(BENCH)
     del absent["solvers"][7]
     row = _find(absent, "nuclear-norm SVM $1000")
-    assert "all supports distinct: not measured" in row[1] and "yes (ladder instance)" in row[2]
+    assert "all supports distinct: not measured" in row[1] and "yes (ladder instance, " in row[2]
     assert "5,000 distinct supports" in ntpbook.tables_text(BENCH)
+    assert "1-8 words, Zipf exponent 1.1 (4,401 distinct supports): 33 s" in row[1]
+    timed = copy.deepcopy(BENCH)  # the CPU time and load of the runs, when recorded
+    timed["solvers"][7]["specialised"].update(cpu_times=[41.0, 43.6, 45.8], load_before=7.24)
+    assert (
+        "52 s [52 s, 52 s] (3 runs), CPU 43.6 s at load 7.2"
+        in _find(timed, "nuclear-norm SVM $1000")[1]
+    )
     assert "certified gap 9.2e-07" in ntpbook.tables_text(BENCH)
 
 
@@ -305,7 +341,7 @@ def test_the_peak_memory_of_a_solve_is_stated_when_recorded():
     with_mem = copy.deepcopy(BENCH)
     with_mem["solvers"][5]["specialised"]["peak_rss_mb"] = 2560.0
     text = _find(with_mem, "nuclear-norm SVM $1000")[1]
-    assert "45 s, certified gap 8.1e-07, peak 2.5 GB" in text
+    assert "45 s [45 s, 45 s] (3 runs), certified gap 8.1e-07, peak 2.5 GB" in text
     assert "peak 2.5 GB" in ntpbook.tables_text(with_mem)
     with_mem["solvers"][5]["specialised"]["peak_rss_mb"] = 300.0
     assert "peak 300 MB" in _find(with_mem, "nuclear-norm SVM $1000")[1]
@@ -326,7 +362,7 @@ def test_agreement_with_scs_is_judged_at_every_size_scs_finished():
     data["solvers"].insert(5, small)
     row = _find(data, "nuclear-norm SVM at vocabulary scale")
     assert row[2] == "yes" and "V=60, m=150: 5.6e-07" in row[1]
-    assert "(4 larger sizes: SCS did not finish)" in row[1]
+    assert "(8 larger sizes: SCS did not finish)" in row[1]
     data["solvers"][5]["specialised"]["rel_gap"] = 1.1e-4  # not equal accuracy
     assert _find(data, "nuclear-norm SVM at vocabulary scale")[2] == "**no**"
     assert _find(BENCH, "nuclear-norm SVM at vocabulary scale")[1].startswith("not measured")
@@ -505,3 +541,56 @@ def test_the_timeline_lists_each_workers_figures_and_the_previous_runs_wall_time
     assert "in the cold run before it, 80.4 min (33 figures" in text
     assert "run before" in body and "79.8 min" in body
     assert "* - 2\n  - `c`\n  - 60.5 s\n  - 6.01 min\n  - 5 min\n  - –" in body
+
+
+def test_the_scaling_table_and_the_largest_m_row():
+    """The geo-scaling section: one row per m, one column per law (median [min, max], CPU
+    time, peak memory, iterations, reduced size; a point not run says why), the largest m
+    in 10 minutes marked as extrapolated, and the targets row reading the same fits."""
+    assert "not measured" in _find(BENCH, "nuclear-norm SVM: the largest")[1]
+    point = {
+        "median": 31.0,
+        "min": 30.0,
+        "max": 33.0,
+        "repeats": 3,
+        "times": [30.0, 31.0, 33.0],
+        "cpu_times": [29.0, 30.5, 30.0],
+        "peak_rss_mb": 1800.0,
+        "iterations": 78,
+        "reduced_shape": [977, 5000],
+        "status": "ok",
+    }
+    data = copy.deepcopy(BENCH)
+    data["geo_scaling"] = {
+        "V": 1000,
+        "tol": 1e-6,
+        "started": "2026-11-28 12:00:00",
+        "rows": [
+            {"law": "distinct", "V": 1000, "m": 5000, "specialised": point},
+            {
+                "law": "wiki",
+                "V": 1000,
+                "m": 10000,
+                "specialised": {"status": "the corpus has 5,794 qualifying contexts"},
+            },
+        ],
+        "growth": {
+            "distinct": {
+                "time_exponent": 1.31,
+                "iterations_max": 146,
+                "memory_mb_per_1000": 310.0,
+                "largest_m": 41000,
+                "limited_by": "time",
+                "extrapolated": True,
+            }
+        },
+    }
+    text = ntpbook.tables_text(data)
+    assert "time and memory against the number of contexts (V = 1,000)" in text
+    assert "31 s [30 s, 33 s], 3 runs, CPU 30 s, peak 1.8 GB, 78 it., 977×5,000 reduced" in text
+    assert "the corpus has 5,794 qualifying contexts" in text
+    assert "m ≈ 41,000 (extrapolated from the measured points: CPU time per iteration" in text
+    assert "∝ m^1.31 (fitted 1.31 through the two largest points), times 146 iterations" in text
+    row = _find(data, "nuclear-norm SVM: the largest")
+    assert "all supports distinct: m ≈ 41,000 (extrapolated" in row[1]
+    assert row[2] == "– (no target)"

@@ -8,13 +8,18 @@ memory is recorded as such and the ladder stops for it.  Reported: median/min/ma
 time, objective, relative objective gap to the Clarabel solution, the worst
 constraint violation, the peak resident memory of the child and, for the nuclear-norm
 SVM, the certified relative duality gap of the specialised solve and the number of
-distinct supports of the instance (its two support laws: :func:`geo_supports`).
+distinct supports of the instance (its support laws: :func:`geo_supports`).  A specialised
+solve is repeated (at least 3 runs while they fit in 1.5 time limits, up to 5 in one),
+each run's CPU time recorded beside its wall time, with the load average before the
+first.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
+import re
 import resource
 import subprocess
 import sys
@@ -52,14 +57,26 @@ def _lin_instance(dims: dict[str, int], seed: int = 0):
     return data.H, data.P > 0
 
 
+#: the Wikipedia sample's supports (law "wiki"): the corpus and its context length, as in
+#: the corpus-scale figure (:mod:`ntpcore.geo.experiments.scale`)
+WIKI_LAW = "wiki"
+
+_ZIPF_LAW = re.compile(r"zipf(?P<a>\d+(?:\.\d+)?)-k(?P<k>\d+)")
+
+
+def _zipf_freq(V: int, exponent: float) -> np.ndarray:
+    freq = 1.0 / np.arange(1, V + 1) ** exponent
+    return freq / freq.sum()
+
+
 def geo_supports(V: int, m: int, law: str = "patterns", seed: int = 0) -> np.ndarray:
     r"""Support matrices ``S`` (V x m, bool) of the nuclear-norm SVM bench ladder, seeded.
 
-    Sparsity law (both laws): a support has :math:`k` words, :math:`k` uniform in
-    :math:`\{1,\dots,\min(5,V-1)\}`, drawn without replacement with probabilities
-    proportional to :math:`1/\text{rank}` (a Zipf law of exponent 1 over the vocabulary), so
-    that a few frequent words are in many supports and most words in few or none, as in
-    real text.
+    Sparsity law of ``"patterns"`` and ``"distinct"``: a support has :math:`k` words,
+    :math:`k` uniform in :math:`\{1,\dots,\min(5,V-1)\}`, drawn without replacement with
+    probabilities proportional to :math:`1/\text{rank}` (a Zipf law of exponent 1 over the
+    vocabulary), so that a few frequent words are in many supports and most words in few or
+    none, as in real text.
 
     ``law="patterns"``: :math:`\max(2,\lfloor m/4\rfloor)` supports are drawn this way and
     each of the ``m`` contexts takes one of them uniformly at random, so many contexts share
@@ -69,16 +86,39 @@ def geo_supports(V: int, m: int, law: str = "patterns", seed: int = 0) -> np.nda
     earlier one being drawn again, so all ``m`` supports are distinct and the reduction
     keeps every column (the hardest case for the solvers at a given size).
 
+    ``law="zipf<a>-k<K>"`` (e.g. ``"zipf1.1-k4"``): every context draws its own support of
+    :math:`k` words, :math:`k` uniform in :math:`\{1,\dots,\min(K,V-1)\}`, with probabilities
+    proportional to :math:`1/\text{rank}^a`, independently of the others (so frequent short
+    supports repeat, as in real text: ``zipf1.1-k4`` at 1000 x 5000 has about 3,600 distinct
+    supports).  ``law="wiki"``: the supports of the real corpus the book ships, the ``m``
+    most frequent contexts of two words of the Wikipedia sample over its ``V`` most frequent
+    words (:func:`ntpcore.geo.experiments.scale.scale_dataset`; ``seed`` unused; at most
+    5,794 contexts qualify at ``V = 1000``), words no context uses dropped, so ``S`` may have
+    fewer than ``V`` rows.
+
     Raises
     ------
     ParameterError
         On an unknown ``law``, or if ``m`` distinct supports are not found in ``100 m``
         draws (a vocabulary too small for ``m`` distinct supports).
+    DataError
+        If the corpus has fewer than ``m`` qualifying contexts (``law="wiki"``).
     """
+    if law == WIKI_LAW:
+        from ntpcore.geo.experiments.scale import CorpusConfig, scale_dataset
+
+        return np.asarray(scale_dataset(CorpusConfig(vocab_size=V), m).S, dtype=bool)
     rng = np.random.default_rng(seed)
+    zipf = _ZIPF_LAW.fullmatch(law)
+    if zipf is not None:
+        freq = _zipf_freq(V, float(zipf["a"]))
+        k_max = min(int(zipf["k"]), V - 1)
+        S = np.zeros((V, m), dtype=bool)
+        for j in range(m):
+            S[rng.choice(V, int(rng.integers(1, k_max + 1)), replace=False, p=freq), j] = True
+        return S
     k_max = min(5, V - 1)
-    freq = 1.0 / np.arange(1, V + 1)
-    freq /= freq.sum()
+    freq = _zipf_freq(V, 1.0)
     if law == "patterns":
         n_patterns = max(2, m // 4)
         patterns = np.zeros((V, n_patterns), dtype=bool)
@@ -87,7 +127,10 @@ def geo_supports(V: int, m: int, law: str = "patterns", seed: int = 0) -> np.nda
             patterns[rng.choice(V, size, replace=False, p=freq), k] = True
         return patterns[:, rng.integers(0, n_patterns, m)]
     if law != "distinct":
-        raise ParameterError(f"law must be 'patterns' or 'distinct', got {law!r}")
+        raise ParameterError(
+            "law must be 'patterns', 'distinct', 'wiki' or 'zipf<a>-k<K>' (e.g. 'zipf1.1-k4'), "
+            f"got {law!r}"
+        )
     S = np.zeros((V, m), dtype=bool)
     seen: set[tuple[int, ...]] = set()
     draws = 0
@@ -290,6 +333,26 @@ PROBLEMS: dict[str, Problem] = {
                 "target: gap 1e-6 in < 60 s, all supports distinct",
                 "distinct",
             ),
+            Size(
+                {"V": 1000, "m": 5000},
+                "target: gap 1e-6 in < 60 s, 1-4 words, Zipf exponent 1.1",
+                "zipf1.1-k4",
+            ),
+            Size(
+                {"V": 1000, "m": 5000},
+                "target: gap 1e-6 in < 60 s, 1-4 words, Zipf exponent 1.5",
+                "zipf1.5-k4",
+            ),
+            Size(
+                {"V": 1000, "m": 5000},
+                "target: gap 1e-6 in < 60 s, 1-8 words, Zipf exponent 1.1",
+                "zipf1.1-k8",
+            ),
+            Size(
+                {"V": 1000, "m": 5000},
+                "target: gap 1e-6 in < 60 s, the Wikipedia sample's supports",
+                "wiki",
+            ),
             Size({"V": 2000, "m": 10000}, "target: gap 1e-6 in < 10 min"),
             Size(
                 {"V": 2000, "m": 10000},
@@ -321,17 +384,32 @@ PROBLEMS: dict[str, Problem] = {
 }
 
 
-def _child(problem: str, index: int, solver: str, repeats: int) -> dict[str, Any]:
-    """Run in a child process: time one solver ("specialised" or a cvxpy backend)."""
+def _child(
+    problem: str, index: int, solver: str, repeats: int, budget: float = 20.0
+) -> dict[str, Any]:
+    """Run in a child process: time one solver ("specialised" or a cvxpy backend), up to
+    ``repeats`` times, a further run only while the runs so far and one more (at their
+    median) fit in ``budget`` seconds (``1.5 budget`` for the first 3 runs).  Records the
+    wall and the CPU time of every run (on a shared machine the wall time also measures the
+    load, the CPU time much less)."""
     prob = PROBLEMS[problem]
     inst = prob.make(prob.sizes[index])
     if solver == "specialised":
         solve = functools.partial(prob.fast, inst)
     else:
         solve = functools.partial(prob.generic, inst, solver)
+    cpu: list[float] = []
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    c0 = time.process_time()
     timing, sol = measure(solve, repeats=1, warmup=0)
-    if repeats > 1 and timing.median < 20:
-        more, sol = measure(solve, repeats=repeats - 1, warmup=0)
+    cpu.append(time.process_time() - c0)
+    # at least 3 runs (the spread) while they fit in 1.5 budget, up to ``repeats`` in budget
+    while len(timing.times) < repeats and sum(timing.times) + timing.median <= (
+        1.5 * budget if len(timing.times) < 3 else budget
+    ):
+        c0 = time.process_time()
+        more, sol = measure(solve, repeats=1, warmup=0)
+        cpu.append(time.process_time() - c0)
         timing = type(timing)(timing.times + more.times)
     sol, certificate = prob.unpack(sol) if solver == "specialised" else (sol, {})
     objective, violation = prob.check(inst, sol)
@@ -346,12 +424,16 @@ def _child(problem: str, index: int, solver: str, repeats: int) -> dict[str, Any
         **certificate,
         "status": "ok",
         "peak_rss_mb": peak_mb,
+        "cpu_times": cpu,
+        "load_before": load,
     }
 
 
-def _run_child(problem: str, index: int, solver: str, timeout: float, repeats: int) -> dict:
+def _run_child(
+    problem: str, index: int, solver: str, timeout: float, repeats: int, budget: float = 20.0
+) -> dict:
     """Time one solve in a child process, so that a time limit or running out of memory
-    is recorded as such instead of stopping the benchmark."""
+    is recorded as such instead of stopping the benchmark (``budget``: see :func:`_child`)."""
     cmd = [
         sys.executable,
         "-m",
@@ -360,6 +442,7 @@ def _run_child(problem: str, index: int, solver: str, timeout: float, repeats: i
         str(index),
         solver,
         str(repeats),
+        str(budget),
     ]
     t0 = time.perf_counter()
     try:
@@ -376,7 +459,16 @@ def _run_child(problem: str, index: int, solver: str, timeout: float, repeats: i
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def bench_solvers(problems: list[str], max_seconds: float, quick: bool) -> list[dict]:
+def bench_solvers(
+    problems: list[str],
+    max_seconds: float,
+    quick: bool,
+    *,
+    dims: list[dict[str, int]] | None = None,
+    generic: bool = True,
+) -> list[dict]:
+    """The rows of the solvers section; ``dims``: only the sizes with these dimensions;
+    ``generic=False``: the specialised solvers only (the generic ones recorded as not run)."""
     from tqdm.auto import tqdm
 
     rows = []
@@ -385,6 +477,8 @@ def bench_solvers(problems: list[str], max_seconds: float, quick: bool) -> list[
         sizes = prob.sizes[:2] if quick else prob.sizes
         gave_up: set[str] = set()
         for index, size in enumerate(tqdm(sizes, desc=name)):
+            if dims is not None and size.dims not in dims:
+                continue
             row = {
                 "problem": name,
                 "title": prob.title,
@@ -400,14 +494,27 @@ def bench_solvers(problems: list[str], max_seconds: float, quick: bool) -> list[
                 if solver not in ("specialised", *prob.generic_solvers):
                     row[solver] = {"status": "not run at these sizes", "median": None}
                     continue
+                if solver != "specialised" and not generic:
+                    row[solver] = {"status": "not run in this run", "median": None}
+                    continue
                 if solver in gave_up:
                     row[solver] = {
                         "status": "skipped (a smaller size ran out of time/memory)",
                         "median": None,
                     }
                     continue
+                # the specialised solves repeated (the spread of repeated runs): at least 3
+                # while they fit in 1.5 time limits, up to 5 in one, the child allowed 2.5
+                # time limits (a first run past one limit is stopped at 2.5: recorded as a
+                # timeout); the generic ones while short
+                specialised = solver == "specialised"
                 res = _run_child(
-                    name, index, solver, max_seconds, repeats=5 if solver == "specialised" else 3
+                    name,
+                    index,
+                    solver,
+                    2.5 * max_seconds if specialised else max_seconds,
+                    repeats=5 if specialised else 3,
+                    budget=max_seconds if specialised else 20.0,
                 )
                 if str(res.get("status", "")).startswith(("timeout", "out of memory")):
                     gave_up.add(solver)  # larger sizes can only take longer
@@ -460,10 +567,11 @@ def plot_solvers(rows: list[dict], path: Path) -> None:
 
 
 def _child_main(argv: list[str]) -> int:
-    """``python -m tools.bench.solvers PROBLEM INDEX SOLVER REPEATS``: one timed solve,
-    its row printed as JSON on the last line (:func:`_run_child` reads it)."""
+    """``python -m tools.bench.solvers PROBLEM INDEX SOLVER REPEATS [BUDGET]``: one timed
+    solve, its row printed as JSON on the last line (:func:`_run_child` reads it)."""
     problem, index, solver, repeats = argv[0], int(argv[1]), argv[2], int(argv[3])
-    print(json.dumps(_child(problem, index, solver, repeats)))
+    budget = float(argv[4]) if len(argv) > 4 else 20.0
+    print(json.dumps(_child(problem, index, solver, repeats, budget)))
     return 0
 
 

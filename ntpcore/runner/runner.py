@@ -68,6 +68,7 @@ from ntpcore.core import cache, paths
 from ntpcore.core.io import write_text_atomic
 from ntpcore.errors import ParameterError
 from ntpcore.figure.provenance import git_state
+from ntpcore.runner import kernels
 from ntpcore.runner.planning import ORDERS, Job, list_text, order_jobs, parse_set, plan
 from ntpcore.runner.registry import (
     RegistryError,
@@ -95,7 +96,7 @@ __all__ = [
 
 
 def _run_in_worker(job: Job) -> Outcome:
-    return run_job(job, progress=False)
+    return run_job(job, progress=False, warm=True)
 
 
 def execute(jobs: list[Job], n_jobs: int = 1) -> list[Outcome]:
@@ -110,7 +111,7 @@ def execute(jobs: list[Job], n_jobs: int = 1) -> list[Outcome]:
         if n_jobs <= 1:
             for job in jobs:
                 bar.set_postfix_str(job.entry.fig_id)
-                outcomes.append(run_job(job))
+                outcomes.append(run_job(job, warm=True))
                 bar.update()
         else:
             with concurrent.futures.ProcessPoolExecutor(max_workers=n_jobs) as pool:
@@ -130,6 +131,7 @@ def execute(jobs: list[Job], n_jobs: int = 1) -> list[Outcome]:
         raise Interrupted(outcomes) from exc
     finally:
         bar.close()
+        kernels.discard()  # the serial run's warm kernel (a worker's ends with the worker)
         remove_staging()
     return outcomes
 
@@ -166,6 +168,7 @@ def execute_on_cluster(jobs: list[Job], client: Any, env: dict[str, str]) -> lis
         raise Interrupted(outcomes) from exc
     finally:
         bar.close()
+        kernels.discard()  # the serial run's warm kernel (a worker's ends with the worker)
         remove_staging()
     return outcomes
 

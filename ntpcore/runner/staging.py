@@ -28,7 +28,7 @@ from ntpcore.core import paths
 from ntpcore.core.io import replace_together
 from ntpcore.errors import ParameterError
 from ntpcore.figure import claims as claims_mod
-from ntpcore.runner import bookrefs
+from ntpcore.runner import bookrefs, kernels
 from ntpcore.runner.planning import Job
 from ntpcore.runner.registry import (
     parse_parameters,
@@ -69,8 +69,10 @@ KERNEL_ENV = {
 }
 #: Arguments of every kernel: its own log (a warning about TCP transport at each start, and
 #: a KeyboardInterrupt logged while a kernel is being shut down) stays out of the runner's
-#: output; a kernel that dies is reported by the runner, with the notebook and cell.
-KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]
+#: output; a kernel that dies is reported by the runner, with the notebook and cell.  No
+#: input history (a program's kernel has no one to recall it, and a warm kernel, whose
+#: counter starts again at each notebook, would find its line numbers taken).
+KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL", "--HistoryManager.enabled=False"]
 #: Display tags copied onto papermill's injected-parameters cell (papermill#731).
 INJECTED_TAGS = ("hide-input",)
 FAILED_DIR = paths.ROOT / "_build" / "failed"
@@ -186,14 +188,16 @@ def new_staging(fig_id: str) -> Path:
     return staging
 
 
-def run_job(job: Job, progress: bool = True) -> Outcome:
-    """Execute one notebook in a staging folder and publish its outputs on success."""
+def run_job(job: Job, progress: bool = True, warm: bool = False) -> Outcome:
+    """Execute one notebook in a staging folder and publish its outputs on success (in this
+    process's warm kernel with ``warm``, :mod:`ntpcore.runner.kernels`)."""
     # Resolved before NTP_FIGURE_DIR points at the staging folder.  A run with --set is an
     # exploration: it never replaces the book's figure.
     fig_dir, executed_dir = destinations(job)
     staging = new_staging(job.entry.fig_id)
     try:
-        return settle(job, stage_job(job, staging, progress), staging, fig_dir, executed_dir)
+        staged = stage_job(job, staging, progress, warm=warm)
+        return settle(job, staged, staging, fig_dir, executed_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -206,10 +210,12 @@ def destinations(job: Job) -> tuple[Path, Path]:
     return paths.figure_dir(), paths.executed_dir()
 
 
-def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
+def stage_job(job: Job, staging: Path, progress: bool = True, warm: bool = False) -> Staged:
     """Execute ``job``'s notebook into ``staging`` (``<fig_id>.ipynb`` and ``figures/``),
     complete its sidecar and executed copy, and judge its claims; publish nothing.  This is
-    the part of a figure that runs on a dask worker under ``--scheduler``."""
+    the part of a figure that runs on a dask worker under ``--scheduler``.  With ``warm``
+    the notebook runs in this process's warm kernel (:mod:`ntpcore.runner.kernels`), which
+    is shut down when the notebook fails."""
     import papermill
 
     fig_id = job.entry.fig_id
@@ -220,6 +226,17 @@ def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
     os.environ["NTP_FIGURE_DIR"] = str(fig_stage)
     t0 = time.perf_counter()
     when = {"started": time.time(), "worker": f"{platform.node()}:{os.getpid()}"}
+    km = None
+    if warm:
+        try:
+            km = kernels.kernel_for(
+                {**KERNEL_ENV, "NTP_FIGURE_DIR": str(fig_stage)},
+                str(paths.NOTEBOOK_DIR),
+                KERNEL_ARGS,
+                per_figure=("NTP_FIGURE_DIR",),
+            )
+        except Exception:  # noqa: BLE001 - a kernel of its own, started by papermill
+            km = None
     try:
         _execute(
             papermill.execute_notebook,
@@ -233,6 +250,7 @@ def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
             progress_bar=progress,
             log_output=False,
             extra_arguments=KERNEL_ARGS,
+            **({"km": km} if km is not None else {}),
         )
         wall = time.perf_counter() - t0
         sidecar_path = fig_stage / f"{fig_id}.json"
@@ -251,7 +269,11 @@ def stage_job(job: Job, staging: Path, progress: bool = True) -> Staged:
                 Outcome(fig_id, False, wall, problem, claims, kernel_warnings, **when), "claims"
             )
         return Staged(Outcome(fig_id, True, wall, "", claims, kernel_warnings, **when), "publish")
-    except Exception as exc:  # noqa: BLE001 - reported, with the cause, to the user
+    except BaseException as exc:
+        if km is not None:  # its state after a failure is unknown: the next figure gets a new one
+            kernels.discard()
+        if not isinstance(exc, Exception):
+            raise
         wall = time.perf_counter() - t0
         message = _describe_failure(exc, job.entry.notebook, fig_id)
         if isinstance(exc, OSError) and not exc.filename:  # e.g. a full disk

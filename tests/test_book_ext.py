@@ -121,9 +121,16 @@ def test_a_claims_row_fills_the_columns_the_phone_layout_labels():
         "status": "pass",
         "paper": None,
     }
-    row = ntpclaims.NTPClaims._row(claim)
+    row = ntpclaims.NTPClaims._row(claim, {"lin-x": "book/lin/index"})
     assert len(row) == len(ntpclaims.LEDGER_HEADER) == 5
-    assert row[0].endswith("(figure {doc}`lin-x </book/executed/lin-x>`)")
+    # the figure where the book shows it, and its notebook
+    assert row[0].endswith(
+        "({numref}`Fig. {number} <lin-x>`, {doc}`notebook </book/executed/lin-x>`)"
+    )
+    # a figure no page shows (the exercises): its notebook only
+    assert ntpclaims.NTPClaims._row(claim, {})[0].endswith(
+        "(`lin-x`, {doc}`notebook </book/executed/lin-x>`)"
+    )
     assert row[3] == "0.5; must be ≤ 1"
     assert ntpclaims.NTPClaims._row({**claim, "expect": "holds", "measured": True})[3] == "True"
     css = (paths.BOOK_DIR / "_static" / "ntp.css").read_text()
@@ -132,3 +139,31 @@ def test_a_claims_row_fills_the_columns_the_phone_layout_labels():
     assert [(int(k), name) for k, name in labels] == [
         (k, name) for k, name in enumerate(ntpclaims.LEDGER_HEADER, 1) if k > 1
     ]
+
+
+def test_lookup_reads_the_parameters_of_the_run():
+    side = {"parameters": {"n_steps": 1500, "m_values": [50, 100, 400]}, "metrics": {}}
+    assert ntpclaims._lookup(side, "param:n_steps") == 1500
+    with pytest.raises(KeyError, match="no parameter"):
+        ntpclaims._lookup(side, "param:lr")
+
+
+@pytest.mark.parametrize(
+    ("value", "spec", "text"),
+    [
+        ([50, 100, 400], "d", "50, 100, 400"),
+        ([50, 100, 400], "range", "50–400"),
+        ([7], "range", "7"),
+    ],
+)
+def test_a_list_prints_item_by_item_or_as_its_range(value, spec, text):
+    assert ntpclaims.format_value(value, spec) == text
+
+
+def test_only_a_quick_run_that_the_quick_profile_changes_gets_the_banner():
+    """A number of a quick run is marked for the page's banner only where the registry's
+    ``quick`` overrides change the figure; a figure whose quick run is its paper run (the
+    exercises, the worked example) is not."""
+    assert ntpclaims.quick_differs("lin-gd-direction", {"profile": "quick"})
+    assert not ntpclaims.quick_differs("lin-gd-direction", {"profile": "paper"})
+    assert not ntpclaims.quick_differs("lin-exercises", {"profile": "quick"})

@@ -10,6 +10,7 @@
 #   make mutations                             deliberate scientific errors: are they all caught?
 #   make mutmut                                code-level mutation score of the maths modules
 #                                              (mutmut; a developer's tool, not CI: ~6 min)
+#   make pdf                                   the whole book as one PDF (after make book)
 #   make install | notebooks | html | check-book | browser-test | bench | lint | dev | clean
 #   make book TORCH_INDEX=<url>                torch from that index (default: the CPU build)
 #
@@ -36,11 +37,11 @@ TEST_OUT := _build/test
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := 1
 
-.PHONY: help install book notebooks html test unit nbval golden reproducibility mutations mutmut \
-        check-book browser-test bench lint dev clean distclean
+.PHONY: help install book notebooks html pdf test unit nbval golden reproducibility mutations \
+        mutmut check-book browser-test bench lint dev clean distclean
 
 help:
-	@sed -n '2,17p' Makefile
+	@sed -n '2,18p' Makefile
 
 install: $(STAMP)
 
@@ -74,6 +75,14 @@ html: $(STAMP)
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
 book: notebooks html
+
+# The whole book as one PDF (_build/latex/ntp-companion.pdf), from the executed notebooks of
+# the last `make book` (or `make notebooks`): Sphinx's LaTeX builder, then latexmk with
+# XeLaTeX.  Needs TeX Live with XeLaTeX and the FreeFont fonts (Debian: texlive-xetex
+# texlive-latex-extra texlive-fonts-recommended latexmk fonts-freefont-otf).
+pdf: $(STAMP)
+	$(VENV)/bin/jupyter-book build . --builder pdflatex --keep-going
+	@echo "The PDF is at $(CURDIR)/_build/latex/ntp-companion.pdf"
 
 # Tests: pytest (unit, theory, oracle, registry lint), then every registered notebook in the
 # quick profile into _build/test (so the book's own figures are untouched); every number the

@@ -1389,6 +1389,16 @@ def _link_images(app, doctree, docname) -> None:
         ref.append(image)
 
 
+def _plain_numbers(app, doctree, docname) -> None:
+    """``doctree-resolved``, for the PDF: a number read from a run prints as the number (the
+    LaTeX writer would print its tooltip, the run that measured it, beside it)."""
+    if app.builder.format != "latex":
+        return
+    for node in list(doctree.findall(nodes.abbreviation)):
+        if str(node.get("explanation", "")).startswith("measured by "):
+            node.replace_self(nodes.inline("", node.astext(), classes=node["classes"]))
+
+
 def _latex_macros(app, config) -> None:
     """``config-inited``: the MathJax macros of ``_config.yml`` (``\\Wmm``, ``\\hb``, ...)
     defined for LaTeX as well, so that the PDF (``make pdf``) typesets the same symbols; one
@@ -1406,6 +1416,7 @@ def setup(app):
     app.connect("doctree-read", _add_launch_links)
     app.connect("doctree-read", _add_quick_banner, priority=900)  # after the launch links
     app.connect("doctree-resolved", _link_images)
+    app.connect("doctree-resolved", _plain_numbers)
     # before the collectors of the page's table of contents (priority 500) read the sections
     app.connect("doctree-read", _drop_empty_sections, priority=100)
     app.add_post_transform(StatementLinks)

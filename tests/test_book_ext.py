@@ -167,3 +167,41 @@ def test_only_a_quick_run_that_the_quick_profile_changes_gets_the_banner():
     assert ntpclaims.quick_differs("lin-gd-direction", {"profile": "quick"})
     assert not ntpclaims.quick_differs("lin-gd-direction", {"profile": "paper"})
     assert not ntpclaims.quick_differs("lin-exercises", {"profile": "quick"})
+
+
+STEPS = [
+    "corr, measured | corr_t{} | .2f | corr_final .3f ± corr_final_std .1f | bold",
+    "corr, reference | = | 0.01 | 0.87 | 0.98 | 0.99",
+]
+
+
+def _run(n_steps: int) -> dict:
+    metrics = {"corr_t0": 0.1, "corr_t500": 0.8, "corr_t1000": 0.9, "corr_t2000": 0.9}
+    return {
+        "profile": "quick" if n_steps < 4000 else "paper",
+        "parameters": {"n_steps": n_steps},
+        "metrics": {**metrics, "corr_final": 0.95, "corr_final_std": 0.01},
+    }
+
+
+def test_a_steps_table_has_the_runs_columns():
+    """The paper's run has every column; a shorter (quick) run loses the steps it did not
+    reach, its last column is headed by its own last step, and the reference numbers at the
+    steps it did not reach are given below the table, not beside numbers of another step."""
+    options = {"steps": [0, 500, 2000], "final": 4000, "corner": "run"}
+    paper = ntpclaims.steps_text("att-x", _run(4000), options, STEPS)
+    assert "$\\tau=2000$" in paper and "$\\tau=4000$" in paper
+    assert "  - 0.99" in paper and "This run stops" not in paper
+    quick = ntpclaims.steps_text("att-x", _run(1500), options, STEPS)
+    assert "$\\tau=2000$" not in quick and "$\\tau=1500$" in quick
+    assert "  - –" in quick
+    assert "values at $\\tau=$ 2000, 4000: corr, reference: 0.98, 0.99." in quick
+    assert "0.95" in quick and "**" in quick  # the last step's value, bold
+
+
+def test_a_steps_table_refuses_a_row_it_cannot_fill():
+    options = {"steps": [0, 500], "final": 4000}
+    with pytest.raises(ValueError, match="one value per step"):
+        ntpclaims.steps_text("att-x", _run(4000), options, ["ref | = | 1 | 2"])
+    with pytest.raises(ValueError, match="no metric"):
+        ntpclaims.steps_text("att-x", _run(4000), options, ["m | other_t{} | .2f | corr_final .2f"])

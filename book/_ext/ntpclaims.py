@@ -443,66 +443,65 @@ class NTPSteps(SphinxDirective):
             )
             return []
         self.env.note_dependency(str(_sidecar_path(fig_id)))
-        params = side.get("parameters") or side.get("params") or {}
-        last = int(params.get(self.options.get("step-param", "n_steps"), 0))
-        final = self.options.get("final", last)
-        all_steps = self.options.get("steps", [])
-        steps = [t for t in all_steps if t < last]
-        missing = [t for t in all_steps if t >= last] + ([final] if last != final else [])
-        header = [
-            self.options.get("corner", ""),
-            *(f"$\\tau={t}$" for t in steps),
-            f"$\\tau={last}$",
-        ]
-        rows, beyond = [], []
-        for line in self.content:
-            if not line.strip():
-                continue
-            label, *cells = (c.strip() for c in line.split(" | "))
-            if cells and cells[0] == "=":
-                values = cells[1:]
-                if len(values) != len(all_steps) + 1:
-                    logger.warning(
-                        "ntp-steps: %r needs one value per step and one at the last step",
-                        label,
-                        location=self.get_location(),
-                    )
-                    return []
-                by_step = dict(zip([*all_steps, final], values, strict=True))
-                rows.append(
-                    [label, *(by_step[t] for t in steps), by_step[final] if last == final else "–"]
-                )
-                if missing:
-                    beyond.append(f"{label}: " + ", ".join(by_step[t] for t in missing))
-                continue
-            try:
-                rows.append([label, *_step_cells(cells, side, steps, fig_id)])
-            except (KeyError, ValueError) as exc:
-                logger.warning(
-                    "ntp-steps: %s has no metric %s", fig_id, exc, location=self.get_location()
-                )
-                return []
-        lines = [":::{list-table}", ":header-rows: 1", ":class: ntp-steps", ""]
-        for row in [header, *rows]:
-            lines.append(f"* - {row[0]}")
-            lines.extend(f"  - {cell}" for cell in row[1:])
-        lines.append(":::")
-        if beyond:
-            at = ", ".join(str(t) for t in missing)
-            lines += [
-                "",
-                f"This run stops at $\\tau={last}$, before the steps of the reference runs; their "
-                f"values at $\\tau=$ {at}: " + "; ".join(beyond) + ".",
-            ]
+        try:
+            text = steps_text(fig_id, side, self.options, list(self.content))
+        except ValueError as exc:
+            logger.warning("ntp-steps: %s", exc, location=self.get_location())
+            return []
         container = nodes.container()
         self.state.nested_parse(
-            StringList(lines, source=self.env.docname), self.content_offset, container
+            StringList(text.splitlines(), source=self.env.docname), self.content_offset, container
         )
         out = container.children
         if quick_differs(fig_id, side):
             for node in out:
                 node["classes"].append("ntp-quick")
         return out
+
+
+def steps_text(fig_id: str, side: dict, options: dict, content: list[str]) -> str:
+    """The MyST text of an ``{ntp-steps}`` table (a pure function, tested): the columns are
+    the requested steps the run reached and its last step; reference values at the steps it
+    did not reach go into a sentence below the table.  Raises ValueError on a bad row."""
+    params = side.get("parameters") or side.get("params") or {}
+    last = int(params.get(options.get("step-param", "n_steps"), 0))
+    final = options.get("final", last)
+    all_steps = options.get("steps", [])
+    steps = [t for t in all_steps if t < last]
+    missing = [t for t in all_steps if t >= last] + ([final] if last != final else [])
+    header = [options.get("corner", ""), *(f"$\\tau={t}$" for t in steps), f"$\\tau={last}$"]
+    rows, beyond = [], []
+    for line in content:
+        if not line.strip():
+            continue
+        label, *cells = (c.strip() for c in line.split(" | "))
+        if cells and cells[0] == "=":
+            values = cells[1:]
+            if len(values) != len(all_steps) + 1:
+                raise ValueError(f"{label!r} needs one value per step and one at the last step")
+            by_step = dict(zip([*all_steps, final], values, strict=True))
+            at_last = by_step[final] if last == final else "–"
+            rows.append([label, *(by_step[t] for t in steps), at_last])
+            if missing:
+                beyond.append(f"{label}: " + ", ".join(by_step[t] for t in missing))
+            continue
+        try:
+            rows.append([label, *_step_cells(cells, side, steps, fig_id)])
+        except KeyError as exc:
+            raise ValueError(f"{fig_id} has no metric {exc}") from exc
+    lines = [":::{list-table}", ":header-rows: 1", ":class: ntp-steps", ""]
+    for row in [header, *rows]:
+        lines.append(f"* - {row[0]}")
+        lines.extend(f"  - {cell}" for cell in row[1:])
+    lines.append(":::")
+    if beyond:
+        at = ", ".join(str(t) for t in missing)
+        lines += [
+            "",
+            f"This run stops at $\\tau={last}$, before the steps of the reference runs; their "
+            f"values at $\\tau=$ {at}: " + "; ".join(beyond) + ".",
+        ]
+    return "\n".join(lines)
 
 
 MUTATIONS_JSON = paths.RESULTS_DIR / "mutations" / "report.json"

@@ -42,6 +42,12 @@ const SHOTS = resolve("_build/screenshots");
 // Screenshots (a full page at 1366 px, the first screen at 420 px): <name>-<width>.png
 const SHOT_PAGES = {
   "book/intro.html": "intro",
+  "book/start.html": "start",
+  "book/notation.html": "notation",
+  "book/geo/index.html": "geo-index",
+  "book/att/theory.html": "att-theory",
+  "book/att/experiments.html": "att-experiments",
+  "book/executed/att-exercises.html": "executed-att-exercises",
   "book/lin/index.html": "lin-index",
   "book/lin/beyond.html": "lin-beyond",
   "book/claims.html": "claims",

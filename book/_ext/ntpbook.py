@@ -273,7 +273,8 @@ class NTPReproducibility(_MystDirective):
         quick = any(_quick_differs(f, _sidecar(f) or {}) for f in load_registry())
         # Four columns, as wide as their words need (book/_static/ntp.css, table.ntp-repro):
         # no identifier is cut at a laptop's width; on a phone the table scrolls sideways.
-        classes = "ntp-repro ntp-quick" if quick else "ntp-repro"  # the quick banner
+        # the quick banner; in the PDF the table runs over pages (longtable)
+        classes = "ntp-repro longtable" + (" ntp-quick" if quick else "")
         lines = [":::{list-table}", ":header-rows: 1", f":class: {classes}", ""]
         for row in [header, *rows]:
             lines.append(f"* - {row[0]}")

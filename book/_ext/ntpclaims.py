@@ -342,7 +342,7 @@ class NTPClaims(SphinxDirective):
             "",
             ":::{list-table}",
             ":header-rows: 1",
-            ":class: ntp-claims ntp-ledger",
+            ":class: ntp-claims ntp-ledger longtable",
             ":widths: 34 16 12 18 20",
             "",
         ]
@@ -359,7 +359,7 @@ class NTPClaims(SphinxDirective):
         lines = [
             ":::{list-table}",
             ":header-rows: 1",
-            ":class: ntp-claims",
+            ":class: ntp-claims longtable",
             ":widths: 18 42 40",
             "",
         ]
@@ -521,7 +521,7 @@ def mutations_text(data: dict) -> str:
         "",
         ":::{list-table}",
         ":header-rows: 1",
-        ":class: ntp-mutations",
+        ":class: ntp-mutations longtable",
         "",
         "* - mutation",
         "  - what is wrong",

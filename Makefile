@@ -10,6 +10,7 @@
 #   make mutations                             deliberate scientific errors: are they all caught?
 #   make mutants                               code-level mutants of the science modules, the
 #                                              figures as the test (a developer's tool, not CI)
+#   make pdf                                   the whole book as one PDF (after make book)
 #   make install | notebooks | html | check-book | browser-test | bench | bench-scaling | lint
 #   make dev | clean
 #   make book TORCH_INDEX=<url>                torch from that index (default: the CPU build)
@@ -37,11 +38,11 @@ TEST_OUT := _build/test
 export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := 1
 
-.PHONY: help install book book-from-test notebooks html test unit nbval golden reproducibility mutations mutants \
+.PHONY: help install book book-from-test notebooks html pdf test unit nbval golden reproducibility mutations mutants \
         check-book browser-test bench bench-scaling lint dev clean distclean
 
 help:
-	@sed -n '2,18p' Makefile
+	@sed -n '2,20p' Makefile
 
 install: $(STAMP)
 
@@ -81,6 +82,14 @@ book: notebooks html
 book-from-test: $(STAMP)
 	$(PY) -m tools.qa.adopt $(TEST_OUT) --to-book || $(MAKE) notebooks PROFILE=quick
 	$(MAKE) html
+
+# The whole book as one PDF (_build/latex/ntp-companion.pdf), from the executed notebooks of
+# the last `make book` (or `make notebooks`): Sphinx's LaTeX builder, then latexmk with
+# XeLaTeX.  Needs TeX Live with XeLaTeX and the FreeFont fonts (Debian: texlive-xetex
+# texlive-latex-extra texlive-fonts-recommended latexmk fonts-freefont-otf).
+pdf: $(STAMP)
+	$(VENV)/bin/jupyter-book build . --builder pdflatex --keep-going
+	@echo "The PDF is at $(CURDIR)/_build/latex/ntp-companion.pdf"
 
 # Tests: pytest (unit, theory, oracle, registry lint) on $(JOBS) workers (pytest-xdist), then
 # every registered notebook in the quick profile into _build/test (so the book's own figures

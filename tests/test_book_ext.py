@@ -133,9 +133,16 @@ def test_a_claims_row_fills_the_columns_the_phone_layout_labels():
         "status": "pass",
         "paper": None,
     }
-    row = ntpclaims.NTPClaims._row(claim)
+    row = ntpclaims.NTPClaims._row(claim, {"lin-x": "book/lin/index"})
     assert len(row) == len(ntpclaims.LEDGER_HEADER) == 5
-    assert row[0].endswith("(figure {doc}`lin-x </book/executed/lin-x>`)")
+    # the figure where the book shows it, and its notebook
+    assert row[0].endswith(
+        "({numref}`Fig. {number} <lin-x>`, {doc}`notebook </book/executed/lin-x>`)"
+    )
+    # a figure no page shows (the exercises): its notebook only
+    assert ntpclaims.NTPClaims._row(claim, {})[0].endswith(
+        "(`lin-x`, {doc}`notebook </book/executed/lin-x>`)"
+    )
     assert row[3] == "0.5; must be ≤ 1"
     assert ntpclaims.NTPClaims._row({**claim, "expect": "holds", "measured": True})[3] == "True"
     css = (paths.BOOK_DIR / "_static" / "ntp.css").read_text()
@@ -144,3 +151,69 @@ def test_a_claims_row_fills_the_columns_the_phone_layout_labels():
     assert [(int(k), name) for k, name in labels] == [
         (k, name) for k, name in enumerate(ntpclaims.LEDGER_HEADER, 1) if k > 1
     ]
+
+
+def test_lookup_reads_the_parameters_of_the_run():
+    side = {"parameters": {"n_steps": 1500, "m_values": [50, 100, 400]}, "metrics": {}}
+    assert ntpclaims._lookup(side, "param:n_steps") == 1500
+    with pytest.raises(KeyError, match="no parameter"):
+        ntpclaims._lookup(side, "param:lr")
+
+
+@pytest.mark.parametrize(
+    ("value", "spec", "text"),
+    [
+        ([50, 100, 400], "d", "50, 100, 400"),
+        ([50, 100, 400], "range", "50–400"),
+        ([7], "range", "7"),
+    ],
+)
+def test_a_list_prints_item_by_item_or_as_its_range(value, spec, text):
+    assert ntpclaims.format_value(value, spec) == text
+
+
+def test_only_a_quick_run_that_the_quick_profile_changes_gets_the_banner():
+    """A number of a quick run is marked for the page's banner only where the registry's
+    ``quick`` overrides change the figure; a figure whose quick run is its paper run (the
+    exercises, the worked example) is not."""
+    assert ntpclaims.quick_differs("lin-gd-direction", {"profile": "quick"})
+    assert not ntpclaims.quick_differs("lin-gd-direction", {"profile": "paper"})
+    assert not ntpclaims.quick_differs("lin-exercises", {"profile": "quick"})
+
+
+STEPS = [
+    "corr, measured | corr_t{} | .2f | corr_final .3f ± corr_final_std .1f | bold",
+    "corr, reference | = | 0.01 | 0.87 | 0.98 | 0.99",
+]
+
+
+def _run(n_steps: int) -> dict:
+    metrics = {"corr_t0": 0.1, "corr_t500": 0.8, "corr_t1000": 0.9, "corr_t2000": 0.9}
+    return {
+        "profile": "quick" if n_steps < 4000 else "paper",
+        "parameters": {"n_steps": n_steps},
+        "metrics": {**metrics, "corr_final": 0.95, "corr_final_std": 0.01},
+    }
+
+
+def test_a_steps_table_has_the_runs_columns():
+    """The paper's run has every column; a shorter (quick) run loses the steps it did not
+    reach, its last column is headed by its own last step, and the reference numbers at the
+    steps it did not reach are given below the table, not beside numbers of another step."""
+    options = {"steps": [0, 500, 2000], "final": 4000, "corner": "run"}
+    paper = ntpclaims.steps_text("att-x", _run(4000), options, STEPS)
+    assert "$\\tau=2000$" in paper and "$\\tau=4000$" in paper
+    assert "  - 0.99" in paper and "This run stops" not in paper
+    quick = ntpclaims.steps_text("att-x", _run(1500), options, STEPS)
+    assert "$\\tau=2000$" not in quick and "$\\tau=1500$" in quick
+    assert "  - –" in quick
+    assert "values at $\\tau=$ 2000, 4000: corr, reference: 0.98, 0.99." in quick
+    assert "0.95" in quick and "**" in quick  # the last step's value, bold
+
+
+def test_a_steps_table_refuses_a_row_it_cannot_fill():
+    options = {"steps": [0, 500], "final": 4000}
+    with pytest.raises(ValueError, match="one value per step"):
+        ntpclaims.steps_text("att-x", _run(4000), options, ["ref | = | 1 | 2"])
+    with pytest.raises(ValueError, match="no metric"):
+        ntpclaims.steps_text("att-x", _run(4000), options, ["m | other_t{} | .2f | corr_final .2f"])

@@ -4,13 +4,23 @@ Directives (MyST pages only):
 
 ``{ntpfigure} <fig-id>``
     Includes ``book/figures/<fig-id>.png`` with a caption built from the registry
-    (``figures.yml``): title, paper label, the optional content of the directive ("what
-    to notice"), the claim (the registry's statements, each tested by ledger claims listed on
-    the *Claims ledger* page) and what is shown beyond it, a link to the executed notebook
-    and the command that regenerates the figure.  A figure made in the quick profile gets a
-    visible note.
+    (``figures.yml``): the title, where the figure stands in the paper (the book numbers its
+    figures, the paper's number follows in parentheses), the optional content of the
+    directive ("what to notice"), the claim (the registry's statements, each tested by
+    ledger claims listed on the *Claims ledger* page), what is shown beyond it and where it
+    departs from the paper; then, set apart in a small footer, how it was made: the executed
+    notebook, the source data and the command that regenerates it.  The image's alternative
+    text is the title in words (no TeX).
     An id missing from the registry, or a figure not generated yet, is a build warning
     (an error under ``-W``).
+
+Quick builds: a page that shows a number or a figure of a quick-profile run opens with one
+banner saying so (the numbers themselves carry no mark), as do the executed pages of
+quick runs.
+
+Navigation: every executed page says, under its title, which figure of which page it
+makes (a link to the figure; an exercises page, which part it exercises), and every image
+of the book links to its full-size file.
 
 ``{ntp-performance}``
     The tables and plot of the *Performance* page, from ``results/bench/bench.json``
@@ -40,6 +50,8 @@ standard labels, where sphinx-proof's are not; an unknown target stays a MyST wa
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -49,9 +61,10 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import make_refnode
+from sphinx.util.osutil import relative_uri
 
 from ntpcore.core import paths
-from ntpcore.runner import launch
+from ntpcore.runner import bookrefs, launch
 from ntpcore.runner.registry import load_registry
 
 logger = logging.getLogger(__name__)
@@ -94,6 +107,56 @@ class _MystDirective(SphinxDirective):
         return container.children
 
 
+#: TeX of the registry's titles, in words for an image's alternative text
+_TEX_WORDS = {
+    r"\\mathrm\{mm\}": "mm",
+    r"\\mathrm\{in\}": "in",
+    r"\\mathrm\{svm\}": "svm",
+    r"\\mathrm\{fin\}": "fin",
+    r"\\mathcal\{H\}": "H",
+    r"\\mathcal\{F\}": "F",
+    r"\\tilde S": "S̃",
+    r"\\star": "*",
+    r"\\lambda": "λ",
+    r"\\Pi": "Π",
+    r"\\cos": "cos",
+    r"\\operatorname\{corr\}": "corr",
+    r"\\mathrm\{CE\}": "CE",
+    r"\\le\b": "≤",
+    r"\\to\b": "→",
+    r"\\\|": "‖",
+    r"\\,": " ",
+}
+
+
+def tex_to_words(text: str) -> str:
+    """A title with ``$...$`` maths as plain text (an image's alternative text, which a
+    screen reader reads and a browser shows when the image is missing): no TeX left."""
+
+    def words(m: re.Match) -> str:
+        tex = m.group(1)
+        for pattern, word in _TEX_WORDS.items():
+            tex = re.sub(pattern, word, tex)
+        tex = re.sub(r"\\[A-Za-z]+", "", tex)
+        return re.sub(r"[{}^_\\$]", "", tex)
+
+    return " ".join(re.sub(r"\$([^$]*)\$", words, text).split())
+
+
+def figure_source(label: str, cite: str | None) -> str:
+    """Where a figure stands in the paper, for its caption (after the title, in parentheses):
+    ``Thrampoulidis [2024], Fig. 5``; ``beyond the paper's figures``; with a registry label
+    ``— (Theorem 1)``: ``beyond the paper's figures; it illustrates Theorem 1 of ...``."""
+    label = label.strip()
+    ref = f"{{cite:t}}`{cite}`" if cite else "the paper"
+    if label in ("-", "—", ""):
+        return "beyond the paper's figures"
+    m = re.match(r"^[-—]\s*\((?P<what>.+)\)$", label)
+    if m:
+        return f"beyond the paper's figures; it illustrates {m.group('what')} of {ref}"
+    return f"{ref}, {label}"
+
+
 class NTPFigure(_MystDirective):
     required_arguments = 1
     has_content = True
@@ -126,30 +189,31 @@ class NTPFigure(_MystDirective):
                 location=self.get_location(),
             )
             return []
-        label = entry.paper_label if entry.paper_label not in ("-", "—", "") else "beyond the paper"
-        cite = PAPER_CITES.get(entry.paper)
-        source = f"{label} of {{cite:t}}`{cite}`" if cite and label != "beyond the paper" else label
+        source = figure_source(entry.paper_label, PAPER_CITES.get(entry.paper))
         notice = _one_line("\n".join(self.content))
-        quick = side.get("profile") == "quick"
-        caption = (
-            f"**{entry.title}** ({source}). {notice} "
-            f"*Claim:* {entry.claim_text} "
-            + (f"*Shown:* {entry.shown} " if entry.shown else "")
-            + f"Notebook: {{doc}}`/book/executed/{fig_id}`. "
-            f"Regenerate: `python -m ntpcore.reproduce --only {fig_id}`."
-            + _data_link(fig_id, " Source data: {}.")
+        caption = f"**{entry.title}** ({source}). {notice} *Claim:* {entry.claim_text}" + (
+            f" *Shown:* {entry.shown}" if entry.shown else ""
         )
         if entry.deviations:
             caption += " *Differs from the paper:* " + " ".join(
                 d.rstrip(".") + "." for d in entry.deviations
             )
-        if quick:
-            caption += " **Quick profile:** reduced settings, not the paper figure."
+        made = (
+            f"How it was made: the {{doc}}`executed notebook </book/executed/{fig_id}>`"
+            + _data_link(fig_id, ", its {}")
+            + f"; regenerate with `python -m ntpcore.reproduce --only {fig_id}`."
+        )
+        classes = "ntp-figure" + (" ntp-quick" if _quick_differs(fig_id, side) else "")
         text = (
             f":::{{figure}} /book/figures/{fig_id}.png\n:name: {fig_id}\n"
-            f":alt: {entry.title}\n\n{caption}\n:::\n"
+            f":alt: {tex_to_words(entry.title)}\n:figclass: {classes}\n\n"
+            f"{caption}\n\n{made}\n:::\n"
         )
-        return self._parse(text)
+        out = self._parse(text)
+        for node in out:
+            for legend in node.findall(nodes.legend):
+                legend["classes"].append("ntp-made")
+        return out
 
 
 def _key_metric(name: str, metrics: dict) -> tuple[str, object] | None:
@@ -206,9 +270,12 @@ class NTPReproducibility(_MystDirective):
             "run: profile, commit, runtime",
             "key metric",
         ]
+        quick = any(_quick_differs(f, _sidecar(f) or {}) for f in load_registry())
         # Four columns, as wide as their words need (book/_static/ntp.css, table.ntp-repro):
         # no identifier is cut at a laptop's width; on a phone the table scrolls sideways.
-        lines = [":::{list-table}", ":header-rows: 1", ":class: ntp-repro", ""]
+        # the quick banner; in the PDF the table runs over pages (longtable)
+        classes = "ntp-repro longtable" + (" ntp-quick" if quick else "")
+        lines = [":::{list-table}", ":header-rows: 1", f":class: {classes}", ""]
         for row in [header, *rows]:
             lines.append(f"* - {row[0]}")
             lines.extend(f"  - {cell}" for cell in row[1:])
@@ -1207,14 +1274,48 @@ class NTPPerformance(_MystDirective):
             logger.warning("ntp-performance: unknown part %r", part, location=self.get_location())
             return []
         if not BENCH_JSON.exists():
+            shown = self.env.temp_data.setdefault("ntp_bench_note", False)
+            if shown:  # one note per page; the other parts' sections are left out
+                return [empty_marker()]
+            self.env.temp_data["ntp_bench_note"] = True
             return self._parse(
-                ":::{note}\nNo benchmark results in this build, so no target is measured "
-                "here. Run `make bench`, then `make html`, to fill this page.\n:::\n"
+                ":::{note}\nNo benchmark results in this build: the measured targets, the "
+                "solvers' and trainers' timings and the paper run's timeline appear on this "
+                "page after `make bench` and `make html`.\n:::\n"
             )
         self.env.note_dependency(str(BENCH_JSON))
         data = json.loads(BENCH_JSON.read_text())
         text = {"targets": targets_text, "timeline": timeline_text, "tables": tables_text}[part]
         return self._parse(text(data))
+
+
+EMPTY = "ntp-empty-section"
+
+
+def empty_marker() -> nodes.comment:
+    """What a directive returns when its data are not in this build: the section around it
+    is then left out of the page (:func:`_drop_empty_sections`), rather than shown with a
+    heading over nothing."""
+    return nodes.comment("", EMPTY)
+
+
+def _drop_empty_sections(app, doctree) -> None:
+    """``doctree-read``: remove each section (below the page's title) that holds a marker of
+    :func:`empty_marker`."""
+    doomed: list[nodes.Node] = []
+    for marker in list(doctree.findall(nodes.comment)):
+        if marker.astext() != EMPTY:
+            continue
+        section = marker.parent
+        while section is not None and not isinstance(section, nodes.section):
+            section = section.parent
+        if section is not None and isinstance(section.parent, nodes.section):
+            doomed.append(section)
+        else:
+            marker.parent.remove(marker)
+    for section in dict.fromkeys(doomed):  # each once, outer ones first
+        if section.parent is not None and section in section.parent.children:
+            section.parent.remove(section)
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
@@ -1298,11 +1399,147 @@ def _add_launch_links(app, doctree) -> None:
         logger.warning("ntpbook: no Colab/Binder links: %s", exc, location=docname)
         return
     section.insert(1, launch_paragraph(entry.notebook, repo))
+    section.insert(1, backlink_paragraph(fig_id, entry.paper))
+
+
+# ----------------------------------------------------------------------------- quick banner
+
+QUICK_CLASSES = {"ntp-quick"}
+QUICK_BANNER = (
+    "The figures and measured numbers on this page come from the *quick* profile: shorter "
+    "runs and smaller sets than the papers', which test the book in a few minutes. "
+    "`make book` (the paper profile) makes every figure with the papers' settings."
+)
+
+
+def _quick_differs(fig_id: str, side: dict) -> bool:
+    """A quick-profile run that the quick profile changes (registry ``quick`` not empty)."""
+    entry = load_registry().get(fig_id)
+    return side.get("profile") == "quick" and bool(entry is not None and entry.quick)
+
+
+def _add_quick_banner(app, doctree) -> None:
+    """``doctree-read``: one banner under the title of a page that shows numbers or figures
+    of quick-profile runs that differ from the paper profile's (the numbers themselves carry
+    no mark): an executed page of such a run, or a page with such a number, figure or table.
+    """
+    docname = app.env.docname
+    fig_id = docname[len(EXECUTED_PREFIX) :] if docname.startswith(EXECUTED_PREFIX) else ""
+    quick = _quick_differs(fig_id, _sidecar(fig_id) or {}) if fig_id else False
+    quick = quick or any(
+        QUICK_CLASSES & set(node.get("classes", ())) for node in doctree.findall(nodes.Element)
+    )
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if not quick or section is None or not isinstance(section[0], nodes.title):
+        return
+    banner = nodes.admonition("", classes=["ntp-quick-banner"])
+    banner += nodes.title("", "Quick build")
+    para = nodes.paragraph()
+    for k, piece in enumerate(QUICK_BANNER.split("`")):
+        para += nodes.literal(text=piece) if k % 2 else _emphasised(piece)
+    banner += para
+    section.insert(1, banner)
+
+
+def _emphasised(text: str) -> list[nodes.Node]:
+    out = []
+    for k, piece in enumerate(text.split("*")):
+        out.append(nodes.emphasis(text=piece) if k % 2 else nodes.Text(piece))
+    return out
+
+
+# ----------------------------------------------------------------------------- navigation
+
+
+def backlink_paragraph(fig_id: str, paper: str) -> nodes.paragraph:
+    """The paragraph under an executed page's title that links back to the book: the figure
+    this notebook makes (``Fig. N``, on its page), or, for a notebook whose figure stands on
+    no page (the exercises), the part it belongs to."""
+    para = nodes.paragraph(classes=["ntp-backlink"])
+    page = bookrefs.figure_pages().get(fig_id)
+    titles = {doc: title for title, doc in bookrefs.pages().items()}
+    if page is not None:
+        para += nodes.Text("This notebook makes ")
+        para += addnodes.pending_xref(
+            "",
+            nodes.inline("", "Fig. {number}"),
+            refdomain="std",
+            reftype="numref",
+            reftarget=fig_id,
+            refexplicit=True,
+            refwarn=True,
+        )
+        para += nodes.Text(" of the page ")
+    else:
+        page = f"book/{paper}/index"
+        para += nodes.Text("Exercises of the part that opens with ")
+    para += addnodes.pending_xref(
+        "",
+        nodes.emphasis("", titles.get(page, page)),
+        refdomain="std",
+        reftype="doc",
+        reftarget=f"/{page}",
+        refexplicit=True,
+        refwarn=True,
+    )
+    para += nodes.Text(".")
+    return para
+
+
+def _link_images(app, doctree, docname) -> None:
+    """``doctree-resolved``: every image (a figure, a notebook's plot) links to its file at
+    full size, which a phone can zoom (Sphinx links only images scaled by an option)."""
+    if app.builder.format != "html" or not hasattr(app.builder, "imagedir"):
+        return
+    imgpath = relative_uri(app.builder.get_target_uri(docname), app.builder.imagedir)
+    for image in list(doctree.findall(nodes.image)):
+        if isinstance(image.parent, nodes.reference):
+            continue
+        uri = image.get("candidates", {}).get("image/png") or image["uri"]
+        if uri not in app.env.images:
+            continue
+        ref = nodes.reference(
+            "",
+            "",
+            internal=True,
+            refuri=posixpath.join(imgpath, app.env.images[uri][1]),
+            reftitle="Open the image at full size",
+            classes=["image-reference", "ntp-full-size"],
+        )
+        image.replace_self(ref)
+        ref.append(image)
+
+
+def _plain_numbers(app, doctree, docname) -> None:
+    """``doctree-resolved``, for the PDF: a number read from a run prints as the number (the
+    LaTeX writer would print its tooltip, the run that measured it, beside it)."""
+    if app.builder.format != "latex":
+        return
+    for node in list(doctree.findall(nodes.abbreviation)):
+        if str(node.get("explanation", "")).startswith("measured by "):
+            node.replace_self(nodes.inline("", node.astext(), classes=node["classes"]))
+
+
+def _latex_macros(app, config) -> None:
+    """``config-inited``: the MathJax macros of ``_config.yml`` (``\\Wmm``, ``\\hb``, ...)
+    defined for LaTeX as well, so that the PDF (``make pdf``) typesets the same symbols; one
+    list of macros for both."""
+    macros = ((config.mathjax3_config or {}).get("tex") or {}).get("macros") or {}
+    lines = [f"\\def\\{name}{{{body}}}" for name, body in macros.items() if isinstance(body, str)]
+    elements = dict(config.latex_elements or {})
+    elements["preamble"] = elements.get("preamble", "") + "\n" + "\n".join(lines) + "\n"
+    config.latex_elements = elements
 
 
 def setup(app):
+    app.connect("config-inited", _latex_macros)
     app.connect("html-page-context", _dedupe_scripts, priority=1000)  # after the others
     app.connect("doctree-read", _add_launch_links)
+    app.connect("doctree-read", _add_quick_banner, priority=900)  # after the launch links
+    app.connect("doctree-resolved", _link_images)
+    app.connect("doctree-resolved", _plain_numbers)
+    # before the collectors of the page's table of contents (priority 500) read the sections
+    app.connect("doctree-read", _drop_empty_sections, priority=100)
     app.add_post_transform(StatementLinks)
     app.add_directive("ntp-performance", NTPPerformance)
     app.add_directive("ntpfigure", NTPFigure)

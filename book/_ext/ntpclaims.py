@@ -3,12 +3,34 @@ r"""Numbers and claims in the book, read from the runs that produced them.
 Role ``{ntpval}`<fig-id>:<key>[|<format>]```
     Pastes a measured number from the provenance sidecar of a figure
     (``book/figures/<fig-id>.json``): ``<key>`` is a key of the sidecar's ``metrics``
-    (e.g. ``{ntpval}`lin-ngd-adam:adam_ce_gap|.1e```), or ``claim:<slug>`` for the measured
-    value of one of the figure's claims.  ``<format>`` is a Python format spec (default
-    ``.3g``); inside a Markdown table write the bar as ``\|``.  A number from a
-    quick-profile run is marked *(quick)*; every number carries a tooltip naming the figure
-    and the profile.  A missing figure, metric or claim is a build warning, i.e. an error
-    under ``-W``: the book never shows a number that no run made.
+    (e.g. ``{ntpval}`lin-ngd-adam:adam_ce_gap|.1e```), ``claim:<slug>`` for the measured
+    value of one of the figure's claims, or ``param:<name>`` for a parameter the run used
+    (``{ntpval}`att-cyclic-convergence:param:n_steps|d```: the last step, whatever the
+    profile).  ``<format>`` is a Python format spec (default ``.3g``), applied to each item of
+    a list (``param:m_values`` prints ``50, 100, 200, 400``), or ``range`` for a list's
+    smallest and largest item (``50–400``); inside a Markdown table write the bar as ``\|``.
+    Every number carries a tooltip naming the figure and the profile.  A number from a
+    quick-profile run is not marked one by one: the page opens with one banner saying that
+    its numbers and figures come from the quick profile (``book/_ext/ntpbook.py``).  A
+    missing figure, metric or claim is a build warning, i.e. an error under ``-W``: the book
+    never shows a number that no run made.
+
+Role ``{ntprange}`<fig-id>:<low key>,<high key>[|<format>]```
+    The range of a statistic over a run's trials: ``a to b``, or ``a`` alone when both ends
+    print the same (``{ntprange}`att-cyclic-convergence:R_min,R_max|.0f```).
+
+Directive ``{ntp-steps} <fig-id>``
+    A table of a training run's statistics at given steps (``:steps:``) and at its last step,
+    read from the sidecar (``<key>_t<step>``, the last step's own key), beside typed rows of
+    reference numbers.  Its columns are the run's: a step the run did not reach is left out
+    and the last column is headed by the run's own last step (the quick profile stops
+    earlier than the paper); reference numbers at steps the run did not reach are given
+    below the table instead.  Each row of the content is ``label | cells``, the cells
+    separated by `` | ``:
+
+    * measured: ``label | <key template with {}> | <format> | <last-step key> <format>
+      [± <key> <format>] [| bold]``;
+    * reference: ``label | = | <one value per step> | <value at the paper's last step>``.
 
 Directive ``{ntp-claims}``
     The claims ledger as tables: with ``:paper: lin`` one table of that paper's claims
@@ -45,6 +67,7 @@ from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 from ntpcore.core import paths
 from ntpcore.figure.claims import tally
+from ntpcore.runner.bookrefs import figure_pages
 from ntpcore.runner.registry import load_registry
 
 logger = logging.getLogger(__name__)
@@ -65,6 +88,12 @@ def _load(fig_id: str) -> dict | None:
 
 
 def _lookup(side: dict, key: str) -> object:
+    if key.startswith("param:"):
+        name = key.removeprefix("param:")
+        params = side.get("parameters") or side.get("params") or {}
+        if name not in params:
+            raise KeyError(f"no parameter {name!r}")
+        return params[name]
     if key.startswith("claim:"):
         slug = key.removeprefix("claim:")
         for c in side.get("claims") or []:
@@ -85,7 +114,13 @@ def _lookup(side: dict, key: str) -> object:
 
 
 def format_value(value: object, spec: str) -> str:
-    """A measured value as the book prints it (scientific notation typeset as x·10^k)."""
+    """A measured value as the book prints it (scientific notation typeset as x·10^k); a
+    list item by item, or with ``spec == "range"`` as its smallest and largest item."""
+    if isinstance(value, list | tuple):
+        if spec == "range":
+            lo, hi = min(value), max(value)
+            return format_value(lo, "g") if lo == hi else f"{lo:g}–{hi:g}"
+        return ", ".join(format_value(v, spec) for v in value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
     if isinstance(value, float) and not math.isfinite(value):
@@ -125,18 +160,62 @@ class NTPVal(SphinxRole):
         if problem is not None:
             logger.warning(problem, location=self.get_location())
             return [nodes.inline(self.text, "??", classes=["ntpval-missing"])], []
-        profile = side.get("profile", "?")
-        node = nodes.abbreviation(
-            shown,
-            shown,
-            explanation=f"measured by {fig_id} ({profile} profile)",
-            classes=["ntpval", f"ntpval-{profile}"],
-        )
-        if profile == "paper":
-            return [node], []
-        # the number and its mark stay on one line (book/_static/ntp.css, .ntpval-group)
-        quick = nodes.emphasis(" (quick)", " (quick)", classes=["ntpval-quick"])
-        return [nodes.inline("", "", node, quick, classes=["ntpval-group"])], []
+        return [_number(shown, fig_id, side)], []
+
+
+def quick_differs(fig_id: str, side: dict) -> bool:
+    """Whether a run is of the quick profile *and* that profile changes the figure's
+    parameters (registry ``quick``): only then does a page showing it get the quick banner
+    (ntpbook.py); a figure whose quick run is its paper run gets none."""
+    entry = load_registry().get(fig_id)
+    return side.get("profile") == "quick" and bool(entry is not None and entry.quick)
+
+
+def _number(shown: str, fig_id: str, side: dict) -> nodes.Node:
+    """A number read from a run, with a tooltip naming the run; the class ``ntp-quick`` marks
+    a number of a reduced quick run, so that its page gets the banner (ntpbook.py)."""
+    profile = side.get("profile", "?")
+    return nodes.abbreviation(
+        shown,
+        shown,
+        explanation=f"measured by {fig_id} ({profile} profile)",
+        classes=[
+            "ntpval",
+            f"ntpval-{profile}",
+            *(["ntp-quick"] if quick_differs(fig_id, side) else []),
+        ],
+    )
+
+
+class NTPRange(SphinxRole):
+    """``{ntprange}`fig:low,high|fmt```: ``a to b``, or ``a`` when both ends print the same."""
+
+    def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
+        text, _, spec = self.text.replace("\\|", "|").partition("|")
+        fig_id, sep, keys = text.strip().partition(":")
+        low, comma, high = keys.partition(",")
+        spec = spec.strip() or ".3g"
+        problem = None
+        if not sep or not comma:
+            problem = f"ntprange: expected <fig-id>:<low key>,<high key>, got {self.text!r}"
+        elif fig_id not in load_registry():
+            problem = f"ntprange: {fig_id!r} is not in figures.yml"
+        side = _load(fig_id) if problem is None else None
+        if problem is None and side is None:
+            problem = f"ntprange: {fig_id} has not been generated (python -m ntpcore.reproduce)"
+        if problem is None:
+            self.env.note_dependency(str(_sidecar_path(fig_id)))
+            try:
+                a = format_value(_lookup(side, low.strip()), spec)
+                b = format_value(_lookup(side, high.strip()), spec)
+            except (KeyError, ValueError, TypeError) as exc:
+                problem = f"ntprange: {fig_id}: {exc.args[0] if exc.args else exc}"
+        if problem is not None:
+            logger.warning(problem, location=self.get_location())
+            return [nodes.inline(self.text, "??", classes=["ntpval-missing"])], []
+        if a == b:
+            return [_number(a, fig_id, side)], []
+        return [_number(a, fig_id, side), nodes.Text(" to "), _number(b, fig_id, side)], []
 
 
 def all_claims() -> list[dict]:
@@ -190,6 +269,7 @@ def statements_rows(paper: str, claims: list[dict]) -> list[list[str]]:
     statement, and the ledger claims that test it, each with its status in this build
     ("not run" where the figure has no sidecar)."""
     by_id = {c["id"]: c for c in claims}
+    pages = figure_pages()
     rows = []
     for fig_id, entry in load_registry().items():
         if entry.paper != paper:
@@ -202,10 +282,18 @@ def statements_rows(paper: str, claims: list[dict]) -> list[list[str]]:
                 if c is not None and c.get("sanity"):
                     word = f"sanity check, {word}"
                 tested.append(f"`{short}` ({word})")
-            rows.append(
-                [f"{{doc}}`{fig_id} </book/executed/{fig_id}>`", st.says, "; ".join(tested)]
-            )
+            rows.append([figure_links(fig_id, pages), st.says, "; ".join(tested)])
     return rows
+
+
+def figure_links(fig_id: str, pages: dict[str, str] | None = None) -> str:
+    """Links to a figure where the book shows it (``Fig. N``) and to its executed notebook
+    (MyST); the notebook alone for a figure no page shows (the exercises)."""
+    pages = figure_pages() if pages is None else pages
+    notebook = f"{{doc}}`notebook </book/executed/{fig_id}>`"
+    if fig_id not in pages:
+        return f"`{fig_id}`, {notebook}"
+    return f"{{numref}}`Fig. {{number}} <{fig_id}>`, {notebook}"
 
 
 def _cell(x: object) -> str:
@@ -226,6 +314,14 @@ class NTPClaims(SphinxDirective):
         return container.children
 
     def run(self) -> list[nodes.Node]:
+        out = self._run()
+        if any(quick_differs(c["fig_id"], c) for c in all_claims()):
+            for node in out:  # the page's quick banner (ntpbook.py)
+                if isinstance(node, nodes.Element):
+                    node["classes"].append("ntp-quick")
+        return out
+
+    def _run(self) -> list[nodes.Node]:
         for fig_id in load_registry():
             self.env.note_dependency(str(_sidecar_path(fig_id)))
         claims = all_claims()
@@ -249,12 +345,13 @@ class NTPClaims(SphinxDirective):
             "",
             ":::{list-table}",
             ":header-rows: 1",
-            ":class: ntp-claims ntp-ledger",
+            ":class: ntp-claims ntp-ledger longtable",
             ":widths: 34 16 12 18 20",
             "",
         ]
         header = LEDGER_HEADER
-        for row in [header, *(self._row(c) for c in rows)]:
+        pages = figure_pages()
+        for row in [header, *(self._row(c, pages) for c in rows)]:
             lines.append(f"* - {row[0]}")
             lines.extend(f"  - {cell}" for cell in row[1:])
         lines.append(":::")
@@ -265,7 +362,7 @@ class NTPClaims(SphinxDirective):
         lines = [
             ":::{list-table}",
             ":header-rows: 1",
-            ":class: ntp-claims",
+            ":class: ntp-claims longtable",
             ":widths: 18 42 40",
             "",
         ]
@@ -277,7 +374,7 @@ class NTPClaims(SphinxDirective):
         return "\n".join(lines)
 
     @staticmethod
-    def _row(c: dict) -> list[str]:
+    def _row(c: dict, pages: dict[str, str] | None = None) -> list[str]:
         paper = _cell(c.get("paper"))
         if c.get("paper_source"):
             paper += f" {c['paper_source']}"
@@ -299,12 +396,115 @@ class NTPClaims(SphinxDirective):
         if c["expect"] != "holds":  # a yes/no claim: "True" says it
             ours += f"; must be {c['expect']}"
         return [
-            f"{statement} (figure {{doc}}`{fig_id} </book/executed/{fig_id}>`)",
+            f"{statement} ({figure_links(fig_id, pages)})",
             c["source"],
             paper,
             ours,
             status,
         ]
+
+
+def _step_cells(row: list[str], side: dict, steps: list[int], fig_id: str) -> list[str] | None:
+    """The cells of a measured row at ``steps`` and at the run's last step (MyST text)."""
+    template, fmt, last, *flags = row
+    metrics = side.get("metrics") or {}
+    tip = f"measured by {fig_id} ({side.get('profile', '?')} profile)"
+
+    def val(key: str, spec: str) -> str:
+        if key not in metrics:
+            raise KeyError(key)
+        return f"{{abbr}}`{format_value(metrics[key], spec)} ({tip})`"
+
+    cells = [val(template.replace("{}", str(t)), fmt) for t in steps]
+    parts = last.split("±")
+    end = " ± ".join(val(*part.split()) for part in parts)
+    cells.append(f"**{end}**" if "bold" in flags else end)
+    return cells
+
+
+class NTPSteps(SphinxDirective):
+    """``{ntp-steps}``: a run's statistics at given steps and at its last step (see the module
+    docstring)."""
+
+    required_arguments = 1
+    has_content = True
+    option_spec = {
+        "steps": lambda s: [int(x) for x in s.split()],
+        "final": int,
+        "corner": lambda s: s.strip(),
+        "step-param": lambda s: s.strip(),
+    }
+
+    def run(self) -> list[nodes.Node]:
+        fig_id = self.arguments[0]
+        side = _load(fig_id)
+        if side is None or fig_id not in load_registry():
+            logger.warning(
+                "ntp-steps: %s has not been generated or is not in figures.yml",
+                fig_id,
+                location=self.get_location(),
+            )
+            return []
+        self.env.note_dependency(str(_sidecar_path(fig_id)))
+        try:
+            text = steps_text(fig_id, side, self.options, list(self.content))
+        except ValueError as exc:
+            logger.warning("ntp-steps: %s", exc, location=self.get_location())
+            return []
+        container = nodes.container()
+        self.state.nested_parse(
+            StringList(text.splitlines(), source=self.env.docname), self.content_offset, container
+        )
+        out = container.children
+        if quick_differs(fig_id, side):
+            for node in out:
+                node["classes"].append("ntp-quick")
+        return out
+
+
+def steps_text(fig_id: str, side: dict, options: dict, content: list[str]) -> str:
+    """The MyST text of an ``{ntp-steps}`` table (a pure function, tested): the columns are
+    the requested steps the run reached and its last step; reference values at the steps it
+    did not reach go into a sentence below the table.  Raises ValueError on a bad row."""
+    params = side.get("parameters") or side.get("params") or {}
+    last = int(params.get(options.get("step-param", "n_steps"), 0))
+    final = options.get("final", last)
+    all_steps = options.get("steps", [])
+    steps = [t for t in all_steps if t < last]
+    missing = [t for t in all_steps if t >= last] + ([final] if last != final else [])
+    header = [options.get("corner", ""), *(f"$\\tau={t}$" for t in steps), f"$\\tau={last}$"]
+    rows, beyond = [], []
+    for line in content:
+        if not line.strip():
+            continue
+        label, *cells = (c.strip() for c in line.split(" | "))
+        if cells and cells[0] == "=":
+            values = cells[1:]
+            if len(values) != len(all_steps) + 1:
+                raise ValueError(f"{label!r} needs one value per step and one at the last step")
+            by_step = dict(zip([*all_steps, final], values, strict=True))
+            at_last = by_step[final] if last == final else "–"
+            rows.append([label, *(by_step[t] for t in steps), at_last])
+            if missing:
+                beyond.append(f"{label}: " + ", ".join(by_step[t] for t in missing))
+            continue
+        try:
+            rows.append([label, *_step_cells(cells, side, steps, fig_id)])
+        except KeyError as exc:
+            raise ValueError(f"{fig_id} has no metric {exc}") from exc
+    lines = [":::{list-table}", ":header-rows: 1", ":class: ntp-steps", ""]
+    for row in [header, *rows]:
+        lines.append(f"* - {row[0]}")
+        lines.extend(f"  - {cell}" for cell in row[1:])
+    lines.append(":::")
+    if beyond:
+        at = ", ".join(str(t) for t in missing)
+        lines += [
+            "",
+            f"This run stops at $\\tau={last}$, before the steps of the reference runs; their "
+            f"values at $\\tau=$ {at}: " + "; ".join(beyond) + ".",
+        ]
+    return "\n".join(lines)
 
 
 MUTATIONS_JSON = paths.RESULTS_DIR / "mutations" / "report.json"
@@ -324,7 +524,7 @@ def mutations_text(data: dict) -> str:
         "",
         ":::{list-table}",
         ":header-rows: 1",
-        ":class: ntp-mutations",
+        ":class: ntp-mutations longtable",
         "",
         "* - mutation",
         "  - what is wrong",
@@ -442,7 +642,9 @@ class NTPMutants(SphinxDirective):
 
 def setup(app):
     app.add_role("ntpval", NTPVal())
+    app.add_role("ntprange", NTPRange())
     app.add_directive("ntp-claims", NTPClaims)
+    app.add_directive("ntp-steps", NTPSteps)
     app.add_directive("ntp-mutations", NTPMutations)
     app.add_directive("ntp-mutants", NTPMutants)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

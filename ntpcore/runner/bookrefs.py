@@ -12,6 +12,15 @@ rewrites each such reference in the executed copy into a link to the statement,
 
 A reference to a statement the book does not have (a title changed on one side only) is a
 :class:`BookRefError` naming it, reported by the runner for the figure.
+
+A notebook names a page of the book the same way, by its title: ``the book page *Trained
+models: UFM, transformer, LSTM*``.  The runner makes it a link to that page
+(``[*Trained models: UFM, transformer, LSTM*](../geo/training.md)``; :func:`pages` reads the
+titles of the pages of ``_toc.yml``), and a title the book does not have fails the figure.
+
+:func:`figure_pages` says on which page of the book each figure is shown (its
+``{ntpfigure}`` directive): the executed page of a figure links back to it, and the Claims
+ledger links each claim to its figure there.
 """
 
 from __future__ import annotations
@@ -24,12 +33,24 @@ import yaml
 from ntpcore.core import paths
 from ntpcore.errors import NTPError
 
-__all__ = ["REF", "BookRefError", "link", "parts", "statements"]
+__all__ = [
+    "PAGE_REF",
+    "REF",
+    "BookRefError",
+    "figure_pages",
+    "link",
+    "pages",
+    "parts",
+    "statements",
+]
 
 #: ``*Kind: Title* [book: part]`` (the title may hold ``$...$`` maths, not ``*``).
 REF = re.compile(
     r"\*(?P<kind>[A-Z][a-z]+): (?P<title>[^*\n]+?)\*[ \t]*\[book: (?P<part>[^\]\n]+)\]"
 )
+#: ``book page *Title*``: the title of a page of the book (it may run over two lines).
+PAGE_REF = re.compile(r"(?P<lead>book\s+page\s+)\*(?P<title>[^*]+?)\*")
+_FIGURE = re.compile(r"^(?:`{3,}|:{3,})\{ntpfigure\}[ \t]+(?P<id>\S+)", re.MULTILINE)
 _CAPTION = re.compile(r"^(?P<name>.+?) \((?P<key>[a-z]+)\)$")
 _DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{prf:(?P<kind>[a-z]+)\}[ \t]*(?P<title>.*?)\s*$")
 _OPTION = re.compile(r"^:(?P<name>[\w-]+):[ \t]*(?P<value>.*?)\s*$")
@@ -47,6 +68,50 @@ def parts(root: Path = paths.ROOT) -> dict[str, str]:
         m = _CAPTION.match(part.get("caption", ""))
         if m and (root / "book" / m.group("key")).is_dir():
             out[m.group("name").lower()] = m.group("key")
+    return out
+
+
+def _toc_files(root: Path) -> list[str]:
+    """Every ``file:`` of ``_toc.yml`` (its root first), as written there."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    out = [toc["root"]] if toc.get("root") else []
+
+    def walk(items: list) -> None:
+        for item in items or []:
+            if "file" in item:
+                out.append(item["file"])
+            walk(item.get("sections", []))
+            walk(item.get("chapters", []))
+
+    walk(toc.get("parts", []))
+    walk(toc.get("chapters", []))
+    return out
+
+
+def pages(root: Path = paths.ROOT) -> dict[str, str]:
+    """The Markdown pages of the book by title: ``{"Performance": "book/performance"}`` (the
+    first ``# `` heading of each page of ``_toc.yml``; executed notebooks are not pages)."""
+    out = {}
+    for doc in _toc_files(root):
+        path = root / f"{doc}.md"
+        if not path.is_file():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("# "):
+                out[line[2:].strip()] = doc
+                break
+    return out
+
+
+def figure_pages(root: Path = paths.ROOT) -> dict[str, str]:
+    """On which page each figure is shown: ``{"lin-gd-direction": "book/lin/index"}`` (the
+    page of its ``{ntpfigure}`` directive; the first, if several)."""
+    out: dict[str, str] = {}
+    for doc in _toc_files(root):
+        path = root / f"{doc}.md"
+        if path.is_file():
+            for m in _FIGURE.finditer(path.read_text(encoding="utf-8")):
+                out.setdefault(m.group("id"), doc)
     return out
 
 
@@ -80,12 +145,30 @@ def link(
     index: dict[tuple[str, str, str], str | None],
     part_keys: dict[str, str],
     where: str = "",
+    page_index: dict[str, str] | None = None,
 ) -> str:
-    """``source`` (a Markdown cell) with every book reference written as a link to its label.
+    """``source`` (a Markdown cell) with every book reference written as a link to its label,
+    and (with ``page_index``, :func:`pages`) every ``book page *Title*`` as a link to the
+    page, relative to an executed notebook (``book/executed/``).
 
     Raises :class:`BookRefError` naming every reference that does not resolve.
     """
     problems = []
+
+    def page(m: re.Match) -> str:
+        title = " ".join(m.group("title").split())
+        doc = page_index.get(title)
+        if doc is None:
+            problems.append(
+                f"{m.group(0)!r}: the book has no page titled {title!r} (its pages: "
+                f"{'; '.join(sorted(page_index))})"
+            )
+            return m.group(0)
+        target = Path(doc).relative_to("book") if doc.startswith("book/") else Path("..", doc)
+        return f"{m.group('lead')}[*{title}*](../{target.as_posix()}.md)"
+
+    if page_index is not None:
+        source = PAGE_REF.sub(page, source)
 
     def sub(m: re.Match) -> str:
         kind, title, part = m.group("kind"), m.group("title"), m.group("part")

@@ -12,7 +12,9 @@ estimate of the memory and time a run needs from its parameters (``resources``: 
 arithmetic over the notebook's numeric parameters, e.g.
 ``memory_gb: "8e-9 * (n_steps + 1) * 3"``), which the runner checks before any kernel starts,
 and the figures whose cached computations (trained models) a figure reads (``reuses``), from
-which the runner orders a parallel run (:func:`ntpcore.runner.planning.order_jobs`).
+which the runner orders a parallel run (:func:`ntpcore.runner.planning.order_jobs`); and,
+for a notebook that serves several figures, the title of each figure's executed page
+(``page_title``, in words), which the runner writes over the notebook's own title.
 
 The syntax of a notebook's ``parameters`` cell, and the checks of the values, are
 :mod:`ntpcore.runner.parameters` (re-exported here).
@@ -63,7 +65,7 @@ PAPERS = {"lin": "linear", "geo": "geometry", "att": "attention", "perf": "perfo
 ID_RE = re.compile(r"^(lin|geo|att|perf)-[a-z0-9]+(-[a-z0-9]+)*$")
 REQUIRED = ("paper", "paper_label", "title", "notebook", "claims")
 OPTIONAL = ("params", "quick", "resources")
-SCALARS = ("key_metric", "deviations", "reuses", "shown")
+SCALARS = ("key_metric", "deviations", "reuses", "shown", "page_title")
 STATEMENT_KEYS = ("says", "checked_by")
 #: a ledger claim id as the notebooks write it (ntpcore.figure.claims), without the figure prefix
 CLAIM_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -99,6 +101,9 @@ class FigureEntry:
     reuses: tuple[str, ...] = ()
     #: what the figure shows beyond its claims (which run is drawn, what a band means)
     shown: str = ""
+    #: the title of the executed notebook's page, in words (no maths), where the notebook's
+    #: own title would not say which figure the page makes (a notebook serving several ids)
+    page_title: str = ""
 
     @property
     def claim_text(self) -> str:
@@ -182,6 +187,7 @@ def load_registry(path: Path | None = None) -> dict[str, FigureEntry]:
             resources=_resources(fig_id, body.get("resources")),
             reuses=_reuses(fig_id, body.get("reuses")),
             shown=_shown(fig_id, body.get("shown")),
+            page_title=_page_title(fig_id, body.get("page_title")),
         )
     _check_reuses(entries)
     return entries
@@ -229,6 +235,17 @@ def _shown(fig_id: str, raw: Any) -> str:
         return ""
     if not isinstance(raw, str) or not raw.strip():
         raise RegistryError(f"{fig_id}: shown must be a sentence")
+    return " ".join(raw.split())
+
+
+def _page_title(fig_id: str, raw: Any) -> str:
+    if raw is None:
+        return ""
+    if not isinstance(raw, str) or not raw.strip() or re.search(r"[$\\^_*]", raw):
+        raise RegistryError(
+            f"{fig_id}: page_title must be words without maths (it is the page's title in the "
+            f"sidebar, where maths does not render), got {raw!r}"
+        )
     return " ".join(raw.split())
 
 

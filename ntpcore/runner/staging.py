@@ -44,6 +44,7 @@ __all__ = [
     "KERNEL_START_TRIES",
     "Outcome",
     "REQUIRE_CLAIMS",
+    "SOLUTION_TAG",
     "STAGING_PREFIX",
     "Staged",
     "WIDGET_MIME",
@@ -75,6 +76,16 @@ KERNEL_ENV = {
 KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL", "--HistoryManager.enabled=False"]
 #: Display tags copied onto papermill's injected-parameters cell (papermill#731).
 INJECTED_TAGS = ("hide-input",)
+#: The tag of an exercise's solution cells.  In the book's copy a Markdown solution becomes
+#: a drop-down (closed until the reader opens it) and a code solution -- the check of the
+#: answer, which runs with the figure -- is hidden behind a button, output included
+#: (myst-nb's ``hide-cell``); the template stays a plain notebook for JupyterLab.
+SOLUTION_TAG = "solution"
+SOLUTION_PROMPTS = {
+    "code_prompt_show": "Show the check of this solution",
+    "code_prompt_hide": "Hide the check",
+}
+_SOLUTION_TITLE = re.compile(r"^\*\*(?P<title>Solution[^*\n]*?)\.?\*\*[ \t]*\n?")
 FAILED_DIR = paths.ROOT / "_build" / "failed"
 #: Staging folders are ``_build/<prefix><fig_id>-*``; the prefix carries the runner's pid so
 #: an interrupted run removes exactly its own.
@@ -262,7 +273,7 @@ def stage_job(job: Job, staging: Path, progress: bool = True, warm: bool = False
             )
         claims = _read_claims(fig_stage, fig_id)
         _finish_sidecar(sidecar_path, job, wall, claims)
-        kernel_warnings = _finish_notebook(executed)
+        kernel_warnings = _finish_notebook(executed, job.entry.page_title)
         problem = _claims_problem(fig_id, job.profile, claims)
         if problem:
             return Staged(
@@ -439,12 +450,13 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 _WARNING = re.compile(r"^(?:.*?:\d+: )?(\w*Warning): (.+)$")
 
 
-def _finish_notebook(nb_path: Path) -> tuple[str, ...]:
+def _finish_notebook(nb_path: Path, page_title: str = "") -> tuple[str, ...]:
     """Prepare an executed notebook for the static book; return the warnings it printed.
 
-    Copies the display tags onto papermill's injected cell, writes the Markdown's references
-    to the book's statements as links (:mod:`ntpcore.runner.bookrefs`; an unknown one is a
-    :class:`~ntpcore.runner.bookrefs.BookRefError` that fails the figure), and drops
+    Copies the display tags onto papermill's injected cell, writes the registry's
+    ``page_title`` (if any) over the notebook's title, writes the Markdown's references to
+    the book's statements and pages as links (:mod:`ntpcore.runner.bookrefs`; an unknown one
+    is a :class:`~ntpcore.runner.bookrefs.BookRefError` that fails the figure), and drops
     live-widget outputs (tqdm progress bars, ipywidgets): without a kernel they cannot
     render, and the book would try to fetch the widget manager from a CDN.  Notebooks show
     a static figure of anything a widget displays.  Paths under the repository in the
@@ -454,13 +466,22 @@ def _finish_notebook(nb_path: Path) -> tuple[str, ...]:
     nb = nbformat.read(nb_path, as_version=4)
     root = f"{paths.ROOT}{os.sep}"
     found: list[str] = []
-    index, part_keys = bookrefs.statements(), bookrefs.parts()
+    index, part_keys, page_index = bookrefs.statements(), bookrefs.parts(), bookrefs.pages()
+    titled = False
     for k, cell in enumerate(nb.cells):
         tags = cell.get("metadata", {}).get("tags", [])
         if "injected-parameters" in tags:
             cell.metadata["tags"] = list(dict.fromkeys([*tags, *INJECTED_TAGS]))
+        if SOLUTION_TAG in tags:
+            _hide_solution(cell)
         if cell.cell_type == "markdown":
-            cell.source = bookrefs.link(cell.source, index, part_keys, f"{nb_path.stem}, cell {k}")
+            if page_title and not titled and cell.source.startswith("# "):
+                _, _, rest = cell.source.partition("\n")
+                cell.source = f"# {page_title}" + (f"\n{rest}" if rest else "")
+            titled = titled or cell.source.startswith("# ")
+            cell.source = bookrefs.link(
+                cell.source, index, part_keys, f"{nb_path.stem}, cell {k}", page_index
+            )
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if WIDGET_MIME not in o.get("data", {})]
             for out in cell.outputs:
@@ -473,6 +494,18 @@ def _finish_notebook(nb_path: Path) -> tuple[str, ...]:
     nb.metadata.pop("widgets", None)
     nbformat.write(nb, nb_path)
     return tuple(dict.fromkeys(found))
+
+
+def _hide_solution(cell) -> None:
+    """An exercise's solution cell as the book shows it (see :data:`SOLUTION_TAG`)."""
+    if cell.cell_type == "code":
+        cell.metadata["tags"] = list(dict.fromkeys([*cell.metadata["tags"], "hide-cell"]))
+        cell.metadata["mystnb"] = {**cell.metadata.get("mystnb", {}), **SOLUTION_PROMPTS}
+        return
+    m = _SOLUTION_TITLE.match(cell.source)
+    title = m.group("title") if m else "Solution"
+    body = cell.source[m.end() :] if m else cell.source
+    cell.source = f"::::{{dropdown}} {title}\n{body.strip()}\n::::"
 
 
 def _publish(

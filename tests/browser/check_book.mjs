@@ -20,8 +20,15 @@
 // does not scroll sideways, and no code or output line of a notebook cell is cut at its right
 // edge; the book's title at the top of the sidebar is in view when the page loads; every
 // <img> has loaded and every page of an executed notebook shows at least one image; no
-// internal link points at a missing file or anchor.  Screenshots of a few pages at both
-// widths go to _build/screenshots/.  Ends with "N passed, N failed".
+// internal link points at a missing file or anchor.  And, for the reader: no scrollbar under
+// inline maths (Chromium runs with the classic scrollbars of a desktop -- Playwright's
+// --hide-scrollbars is left out, and the run stops if scrollbars take no room); on the phone,
+// a table that scrolls sideways shows it (a shade at the hidden edge); every image of the
+// text links to its file at full size; no two pages share a title; one header bar, not two;
+// "(quick)" printed at most once outside the page's quick banner; and every page of an
+// executed notebook links back to where the book shows its figure (the figure's anchor).
+// Screenshots of a few pages at both widths go to _build/screenshots/.  Ends with
+// "N passed, N failed".
 import { createServer } from "node:http";
 import { readFile, readdir, mkdir, stat } from "node:fs/promises";
 import { dirname, extname, join, relative, resolve, sep } from "node:path";
@@ -29,10 +36,18 @@ import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
+// The pages of executed notebooks (book/executed/<figure id>.html).
+const EXECUTED = /(^|\/)executed\//;
 const SHOTS = resolve("_build/screenshots");
 // Screenshots (a full page at 1366 px, the first screen at 420 px): <name>-<width>.png
 const SHOT_PAGES = {
   "book/intro.html": "intro",
+  "book/start.html": "start",
+  "book/notation.html": "notation",
+  "book/geo/index.html": "geo-index",
+  "book/att/theory.html": "att-theory",
+  "book/att/experiments.html": "att-experiments",
+  "book/executed/att-exercises.html": "executed-att-exercises",
   "book/lin/index.html": "lin-index",
   "book/lin/beyond.html": "lin-beyond",
   "book/claims.html": "claims",
@@ -231,6 +246,51 @@ function inspectPage({ narrow }) {
     .filter((p) => visible(p) && p.scrollWidth > p.clientWidth + 1)
     .map((p) => (p.textContent.split("\n").reduce((a, b) => (b.length > a.length ? b : a), ""))
       .slice(0, 60));
+  // A scrollbar under inline maths: a box around an inline formula (its own, or its
+  // cell's) that scrolls sideways and draws a scrollbar, whatever the formula's width.
+  const mathScrollbars = [];
+  for (const m of column.querySelectorAll("span.math, mjx-container:not([display='true'])")) {
+    if (!visible(m) || m.closest("div.math") || inOutput(m)) continue;
+    const top = m.closest("p, li, td, th, dd, figcaption") ?? m.parentElement;
+    for (let a = m; a && a !== top?.parentElement; a = a.parentElement) {
+      const style = getComputedStyle(a);
+      if (!["auto", "scroll"].includes(style.overflowX)) continue;
+      const bar = a.offsetHeight - a.clientHeight - parseFloat(style.borderTopWidth)
+        - parseFloat(style.borderBottomWidth);
+      if (bar > 0 && (style.overflowX === "scroll" || a.scrollWidth > a.clientWidth)) {
+        const more = a.scrollWidth - a.clientWidth;
+        mathScrollbars.push(`${m.textContent.replace(/\s+/g, " ").trim().slice(0, 40)}`
+          + (more > 8 ? ` (${more} px wider than its line)` : " (needless: it fits)"));
+        break;
+      }
+    }
+  }
+  // On a phone: a table wider than its scrolling box shows that it scrolls (a shade at the
+  // hidden edge: a gradient background of the box).
+  const hiddenScroll = !narrow ? [] : [...column.querySelectorAll("table")]
+    .filter((t) => visible(t) && !inOutput(t))
+    .map((t) => [t, scroller(t)])
+    .filter(([, box]) => box && box.scrollWidth > box.clientWidth + 1
+      && !getComputedStyle(box).backgroundImage.includes("gradient"))
+    .map(([t]) => t.textContent.replace(/\s+/g, " ").trim().slice(0, 50));
+  // Every image of the text links to a file (its full-size image).
+  const unlinkedImages = [...column.querySelectorAll("img")]
+    .filter((i) => !i.closest("a[href]")?.getAttribute("href")?.match(/\.(png|jpe?g|svg|gif|webp)(#.*)?$/i))
+    .map((i) => (i.getAttribute("src") ?? "").split("/").pop());
+  // Header bars across the top of the page (the theme's, the article's).
+  const headerBars = [...document.querySelectorAll("header, .bd-header-article")]
+    .filter((h) => visible(h) && h.getBoundingClientRect().height > 8
+      && h.getBoundingClientRect().top < 120 && !h.parentElement.closest("header"))
+    .map((h) => h.id || h.className.split(" ")[0]);
+  // "(quick)" outside the banner of a quick build.
+  const quickMarks = (() => {
+    const clone = column.cloneNode(true);
+    clone.querySelectorAll(".ntp-quick-banner").forEach((b) => b.remove());
+    return (clone.textContent.match(/\(quick\)/g) ?? []).length;
+  })();
+  // The link back from an executed notebook to its figure in the book.
+  const backlinks = [...document.querySelectorAll("p.ntp-backlink a[href]")]
+    .map((a) => a.getAttribute("href"));
   const imgs = [...document.querySelectorAll("img")];
   return {
     math: document.querySelectorAll(".math").length,
@@ -249,6 +309,21 @@ function inspectPage({ narrow }) {
     pageOverflow,
     titleHidden,
     cutLines,
+    mathScrollbars: [...new Set(mathScrollbars)],
+    hiddenScroll,
+    unlinkedImages,
+    headerBars,
+    quickMarks,
+    backlinks,
+    title: document.title.trim(),
+    scrollbarRoom: (() => {
+      const d = document.createElement("div");
+      d.style.cssText = "width:100px;height:100px;overflow:scroll;position:absolute;top:-500px";
+      document.body.append(d);
+      const room = d.offsetWidth - d.clientWidth;
+      d.remove();
+      return room;
+    })(),
   };
 }
 
@@ -257,8 +332,12 @@ function inspectPage({ narrow }) {
 async function checkSite(root, { shots = false, quiet = false, only = [] } = {}) {
   const server = await serve(root);
   const base = `http://127.0.0.1:${server.address().port}`;
+  // Playwright adds --hide-scrollbars to a headless Chromium: left out, the page draws the
+  // classic scrollbars of a desktop (checked on every page: scrollbarRoom), which is where a
+  // needless scrollbar shows.
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    ignoreDefaultArgs: ["--hide-scrollbars"],
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
       "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
@@ -284,8 +363,9 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
   if (shots) await mkdir(SHOTS, { recursive: true });
   const log = quiet ? () => {} : console.log;
 
-  let passed = 0, failed = 0, figureShot = false;
+  let passed = 0, failed = 0, figureShot = false, wideMathCount = 0;
   const report = new Map();
+  const titles = new Map(); // page title -> pages
   for (const rel of pages.sort()) {
     const problems = [];
     const summaries = [];
@@ -334,8 +414,27 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
         for (const l of info.cutLines) found.push(`notebook line cut at the right edge: ${l}`);
         if (info.badImages.length) found.push(`images not loaded: ${info.badImages.join(", ")}`);
         for (const u of new Set(external)) found.push(`request leaves the machine: ${u}`);
+        if (info.scrollbarRoom === 0)
+          found.push("scrollbars take no room: the browser hides them, so a needless scrollbar cannot be seen");
+        // a formula really wider than its line scrolls (ntp.js); a scrollbar under one that
+        // fits is the fault
+        for (const t of info.mathScrollbars.filter((m) => m.endsWith("(needless: it fits)")))
+          found.push(`scrollbar under inline maths: ${t}`);
+        wideMathCount += info.mathScrollbars.length;
+        for (const t of info.hiddenScroll) found.push(`table scrolls sideways with no sign of it: ${t}`);
+        if (info.headerBars.length > 1) found.push(`second header bar: ${info.headerBars.join(", ")}`);
         if (first) {
-          if (rel.includes("/executed/") && info.images === 0)
+          for (const i of info.unlinkedImages) found.push(`image not linked to its full-size file: ${i}`);
+          if (info.quickMarks > 1) found.push(`"(quick)" printed ${info.quickMarks} times outside the banner`);
+          if (!redirect && info.title) titles.set(info.title, [...(titles.get(info.title) ?? []), rel]);
+          if (EXECUTED.test(rel)) {
+            const id = rel.split("/").pop().replace(/\.html$/, "");
+            const back = info.backlinks;
+            if (!back.length) found.push("executed notebook page has no link back to its figure in the book");
+            else if (back.some((h) => h.includes("#")) && !back.some((h) => h.endsWith(`#${id}`)))
+              found.push(`the link back does not point at the figure's anchor #${id}: ${back.join(", ")}`);
+          }
+          if (EXECUTED.test(rel) && info.images === 0)
             found.push("executed notebook page shows no image");
           const dir = rel.includes("/") ? rel.slice(0, rel.lastIndexOf("/") + 1) : "";
           for (const href of info.links) {
@@ -367,6 +466,17 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
     report.set(rel, problems);
     if (problems.length) failed++; else passed++;
   }
+  // Two pages with one title: both fail (a reader cannot tell them apart in a tab or a list).
+  for (const [title, rels] of titles) {
+    if (rels.length < 2) continue;
+    for (const rel of rels) {
+      const problem = `title "${title}" also used by ${rels.filter((r) => r !== rel).join(", ")}`;
+      log(`FAIL ${rel}\n     ${problem}`);
+      if (!report.get(rel).length) { passed--; failed++; }
+      report.get(rel).push(problem);
+    }
+  }
+  log(`inline formulas wider than their line, scrolling sideways: ${wideMathCount}`);
   await browser.close();
   server.close();
   return { passed, failed, report };

@@ -7,6 +7,9 @@ notebooks call, one module per figure family:
   the nuclear-norm NTP-SVM :math:`L^{mm}` and its proxy :math:`\tilde S`, the
   regularization path of :math:`\mathrm{CE}(L)+\lambda\|L\|_*` [geo, Sec. 2, Fig. 1]
   (book: ``geo-def-lin``, ``geo-eq-svm``, ``geo-thm-path``, ``geo-prop-proxy``);
+* :mod:`~ntpcore.geo.experiments.hand` -- the worked example of three words and three
+  contexts, whose :math:`L^{mm}`, :math:`L^{in}` and embeddings have closed forms, and its
+  regularization path in two dimensions;
 * :mod:`~ntpcore.geo.experiments.training` -- trained UFM, transformer and LSTM, whose
   logits and embeddings approach the :math:`L^{mm}` geometry [geo, Sec. 3, Figs. 1-3];
 * :mod:`~ntpcore.geo.experiments.scale` -- the same objects at corpus scale, on the
@@ -39,6 +42,7 @@ from ntpcore.geo.experiments.datasets import (
     data_fingerprint,
     load_dataset,
 )
+from ntpcore.geo.experiments.hand import HandExampleConfig, hand_data, run_hand_example
 from ntpcore.geo.experiments.scale import (
     CorpusConfig,
     LadderPoint,
@@ -79,6 +83,7 @@ __all__ = [
     "DataConfig",
     "DatasetStatsConfig",
     "EvolutionConfig",
+    "HandExampleConfig",
     "LabelledConfig",
     "LadderPoint",
     "MODEL_LABELS",
@@ -100,12 +105,14 @@ __all__ = [
     "final_geometry",
     "final_logits",
     "full_dataset",
+    "hand_data",
     "ladder_point",
     "load_dataset",
     "nearest_records",
     "proxy_datasets",
     "proxy_trial",
     "run_dataset_stats",
+    "run_hand_example",
     "run_metrics",
     "run_proxy",
     "run_reg_path",

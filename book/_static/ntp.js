@@ -1,0 +1,32 @@
+// Inline maths wider than its line scrolls sideways; every other formula has no box of its
+// own that could draw a scrollbar (book/_static/ntp.css, span.math).  MathJax's glyphs stick
+// out of their boxes by a pixel or two, so a scrolling box on every formula would put a
+// scrollbar under most of them wherever scrollbars are drawn; here only a formula that is
+// really wider than the line it sits in (a long formula on a phone, in a narrow column) gets
+// one, after MathJax has typeset the page and again when the window changes size.
+(() => {
+  const SLACK = 6; // px of overhang that is not a wider formula
+  const mark = () => {
+    for (const span of document.querySelectorAll("article span.math")) {
+      span.classList.remove("ntp-wide-math");
+      const math = span.querySelector("mjx-container");
+      // the line box: the nearest enclosing box that is not itself inline
+      let box = span.parentElement;
+      while (box && /^(inline|contents)/.test(getComputedStyle(box).display)) box = box.parentElement;
+      if (!math || !box) continue;
+      const style = getComputedStyle(box);
+      const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      if (math.getBoundingClientRect().width > room + SLACK) span.classList.add("ntp-wide-math");
+    }
+  };
+  let pending = null;
+  const later = () => {
+    clearTimeout(pending);
+    pending = setTimeout(mark, 150);
+  };
+  window.addEventListener("load", () => {
+    const ready = window.MathJax?.startup?.promise;
+    (ready ?? Promise.resolve()).then(mark);
+    window.addEventListener("resize", later);
+  });
+})();

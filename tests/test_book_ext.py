@@ -42,6 +42,11 @@ def test_lookup_reads_metrics_nested_metrics_and_evaluated_claims():
     assert ntpclaims._lookup(SIDE, "adam_ce_excess") == 6.2e-5
     assert ntpclaims._lookup(SIDE, "nested.corr") == 0.98765
     assert ntpclaims._lookup(SIDE, "claim:aligned") == 0.991
+    # a parameter of a configuration made of parts is found in its part
+    side = {"params": {"models": ["ufm"], "protocol": {"n_steps": 150}}}
+    assert ntpclaims._lookup(side, "param:n_steps") == 150
+    with pytest.raises(KeyError, match="no parameter 'n_epochs'"):
+        ntpclaims._lookup(side, "param:n_epochs")
     with pytest.raises(KeyError, match="not evaluated"):
         ntpclaims._lookup(SIDE, "claim:long")
     with pytest.raises(KeyError, match="no metric"):

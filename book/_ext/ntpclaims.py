@@ -91,9 +91,12 @@ def _lookup(side: dict, key: str) -> object:
     if key.startswith("param:"):
         name = key.removeprefix("param:")
         params = side.get("parameters") or side.get("params") or {}
-        if name not in params:
-            raise KeyError(f"no parameter {name!r}")
-        return params[name]
+        # a configuration made of parts (geo: data, protocol) records each part's fields
+        parts = [params, *(v for v in params.values() if isinstance(v, dict))]
+        for part in parts:
+            if name in part:
+                return part[name]
+        raise KeyError(f"no parameter {name!r}")
     if key.startswith("claim:"):
         slug = key.removeprefix("claim:")
         for c in side.get("claims") or []:

@@ -729,3 +729,18 @@ def test_the_runner_gives_the_kernel_an_absolute_path(tmp_path, monkeypatch):
     assert job.parameters["corpus"] == "lee_background"
     (job,) = planning.plan(["geo-corpus-scale"], "quick", {}, REG)
     assert "corpus" not in job.parameters  # the registry figure keeps the notebook's default
+
+
+def test_figures_that_share_a_notebook_have_distinct_page_titles():
+    """The executed page of a notebook that serves several figures takes its title from the
+    registry (``page_title``): two pages with one title are indistinguishable in the sidebar
+    and in search."""
+    by_notebook: dict[str, list] = {}
+    for entry in registry.load_registry().values():
+        by_notebook.setdefault(str(entry.notebook), []).append(entry)
+    titles = []
+    for entries in by_notebook.values():
+        if len(entries) > 1:
+            assert all(e.page_title for e in entries), [e.fig_id for e in entries]
+            titles += [e.page_title for e in entries]
+    assert len(titles) == len(set(titles)), titles

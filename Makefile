@@ -140,7 +140,7 @@ reproducibility: $(STAMP)
 # quick profile from an empty cache and must fail a claim, a golden number or a baseline
 # image; ends with "mutation score: K/N killed" (results/mutations/report.json, Claims page).
 mutations: $(STAMP)
-	$(PY) -m tools.qa.mutations
+	$(PY) -m tools.qa.mutations --jobs $(JOBS)
 
 # Code-level mutants (tools/qa/mutants.py): mutmut's operators change one thing at a time in
 # the science modules; a fixed-seed sample of the changes on lines a figure executes runs

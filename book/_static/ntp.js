@@ -19,14 +19,23 @@
       if (math.getBoundingClientRect().width > room + SLACK) span.classList.add("ntp-wide-math");
     }
   };
+  // <html data-ntp-math="marked"> once the formulas are measured with the page's final
+  // fonts and typesetting (the browser check waits for it): measured earlier, a formula set
+  // in a fallback font can be marked wide and then fit, or the other way round.
+  const done = () => {
+    mark();
+    document.documentElement.dataset.ntpMath = "marked";
+  };
   let pending = null;
   const later = () => {
+    delete document.documentElement.dataset.ntpMath;
     clearTimeout(pending);
-    pending = setTimeout(mark, 150);
+    pending = setTimeout(done, 150);
   };
   window.addEventListener("load", () => {
-    const ready = window.MathJax?.startup?.promise;
-    (ready ?? Promise.resolve()).then(mark);
+    const ready = window.MathJax?.startup?.promise ?? Promise.resolve();
+    const fonts = document.fonts?.ready ?? Promise.resolve();
+    Promise.all([ready, fonts]).then(done);
     window.addEventListener("resize", later);
   });
 })();

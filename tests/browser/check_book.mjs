@@ -398,6 +398,12 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
         await page.evaluate(async () => {
           if (window.MathJax?.startup?.promise) await window.MathJax.startup.promise;
         });
+        // the book's script has measured the formulas with the final fonts (ntp.js)
+        await page.waitForFunction(
+          () => !document.querySelector("article span.math") ||
+            document.documentElement.dataset.ntpMath === "marked",
+          null, { timeout: 20000 },
+        ).catch(() => found.push("the formulas were never measured (ntp.js did not run)"));
         // two frames: the theme's scripts (sidebar scroll, ...) have run
         await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
         const info = await page.evaluate(inspectPage, { narrow: vp.narrow });

@@ -37,6 +37,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -256,6 +257,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--catalogue", type=Path, default=CATALOGUE)
     parser.add_argument("--report", type=Path, default=REPORT)
     parser.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="mutations run at once, each with one worker (a mutation's figures are few: two "
+        "mutations side by side keep two cores busy where one would not)",
+    )
     args = parser.parse_args(argv)
     muts = load_catalogue(args.catalogue)
     if args.list:
@@ -269,9 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         muts = [m for m in muts if m.name in args.only]
     outcomes = []
-    for k, m in enumerate(muts, 1):
-        out = run_mutation(m)
-        outcomes.append(out)
+
+    def report_one(k: int, m: Mutation, out: Outcome) -> None:
         status = (
             "NOT APPLIED"
             if not out.applied
@@ -286,6 +293,15 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"[{k:2d}/{len(muts)}] {m.name:34s} {status:12s} {'; '.join(out.by)[:160]}", flush=True
         )
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {pool.submit(run_mutation, m): m for m in muts}
+        for k, fut in enumerate(as_completed(futures), 1):
+            out = fut.result()
+            outcomes.append(out)
+            report_one(k, futures[fut], out)
+    order = {m.name: i for i, m in enumerate(muts)}
+    outcomes.sort(key=lambda o: order[o.name])
     real = [o for o in outcomes if o.kind != "control"]
     killed = [o for o in real if o.killed]
     survivors = [o for o in real if o.applied and not o.killed and not o.explained]

@@ -12,7 +12,8 @@ kernel has (:data:`PREPARE`):
 * matplotlib's settings as they were right after the kernel's first import of pyplot, and
   no figure open; the warnings filters as they were then, and every module's registry of
   warnings already shown cleared (a warning is shown again, as in a new kernel);
-* the figure's own environment (its staging folder, ``NTP_FIGURE_DIR``) and working
+* the environment the kernel started with (a variable a notebook set is gone), the
+  figure's own environment (its staging folder, ``NTP_FIGURE_DIR``) and working
   directory, and the figure's compute clock (the sidecar's ``compute_wall_time_s``)
   restarted.
 
@@ -33,14 +34,16 @@ import multiprocessing.util
 import os
 from typing import Any
 
-__all__ = ["PREPARE", "discard", "enabled", "kernel_for"]
+__all__ = ["PREPARE", "discard", "enabled", "kernel_for", "release_clients"]
 
 #: Run once, when the kernel starts: what "a new kernel" looks like after pyplot is imported.
 FIRST = """
-import sys as _s, types as _t, warnings as _w
+import os as _o, sys as _s, types as _t, warnings as _w
 import matplotlib as _m, matplotlib.pyplot as _p
-_s.modules["_ntp_new_kernel"] = _t.SimpleNamespace(rc=dict(_m.rcParams), filters=list(_w.filters))
-del _s, _t, _w, _m, _p
+_s.modules["_ntp_new_kernel"] = _t.SimpleNamespace(
+    rc=dict(_m.rcParams), filters=list(_w.filters), environ=dict(_o.environ)
+)
+del _o, _s, _t, _w, _m, _p
 """
 
 #: Run before each notebook (``{env}``: the figure's environment, ``{cwd}``: its folder).
@@ -58,6 +61,8 @@ for _mod in list(_s.modules.values()):
     _reg = getattr(_mod, "__warningregistry__", None)
     if isinstance(_reg, dict):
         _reg.clear()
+_o.environ.clear()
+_o.environ.update(_new.environ)
 _o.environ.update({env})
 _o.chdir({cwd})
 if "ntpcore.figure.provenance" in _s.modules:
@@ -68,6 +73,36 @@ get_ipython().execution_count = 1
 
 _kernel: Any = None  # this process's warm kernel (a jupyter_client KernelManager)
 _started_in: str = ""  # a digest of the environment it was started in
+_clients: list[Any] = []  # the kernel clients made for it since the last release_clients()
+
+
+def _manager() -> Any:
+    """A KernelManager that remembers the clients it makes.  nbclient stops the channels of
+    its client only when it owns the kernel; with ours (papermill's ``km``) it leaves them
+    open, so :func:`release_clients` closes them after each notebook (else their zmq sockets
+    are closed by the garbage collector, with a ResourceWarning, whenever it runs)."""
+    from jupyter_client.manager import KernelManager
+
+    class _Remembering(KernelManager):
+        def client(self, **kwargs: Any) -> Any:
+            kc = super().client(**kwargs)
+            _clients.append(kc)
+            return kc
+
+    return _Remembering(kernel_name="python3")
+
+
+def release_clients() -> None:
+    """Close the channels (and their zmq context) of every client made for the warm kernel
+    since the last call: after a notebook, the kernel stays and its clients go."""
+    while _clients:
+        kc = _clients.pop()
+        try:
+            kc.stop_channels()
+            if getattr(kc, "_created_context", False) and not kc.context.closed:
+                kc.context.destroy(linger=0)
+        except Exception:  # noqa: BLE001 - a client whose kernel is already gone
+            pass
 
 
 def enabled() -> bool:
@@ -90,7 +125,7 @@ def _run(km: Any, code: str) -> None:
             code, store_history=False, timeout=120, output_hook=lambda msg: None
         )
     finally:
-        kc.stop_channels()
+        release_clients()
     if reply["content"].get("status") != "ok":
         raise RuntimeError(
             f"the warm kernel could not be prepared: {reply['content'].get('ename')}: "
@@ -110,9 +145,7 @@ def kernel_for(env: dict[str, str], cwd: str, args: list[str], per_figure: tuple
     if _kernel is not None and (digest != _started_in or not _kernel.is_alive()):
         discard()
     if _kernel is None:
-        from jupyter_client.manager import KernelManager
-
-        km = KernelManager(kernel_name="python3")
+        km = _manager()
         km.start_kernel(cwd=cwd, extra_arguments=list(args))
         try:
             _run(km, FIRST)
@@ -133,6 +166,7 @@ def discard() -> None:
     """Shut this process's warm kernel down (after a failure, and when the run ends)."""
     global _kernel, _started_in
     km, _kernel, _started_in = _kernel, None, ""
+    release_clients()
     if km is not None:
         try:
             km.shutdown_kernel(now=True)

@@ -298,6 +298,8 @@ def stage_job(job: Job, staging: Path, progress: bool = True, warm: bool = False
             after = "error" if _parameter_error(exc) is None else "refused"
         return Staged(Outcome(fig_id, False, wall, message, claims, **when), after)
     finally:
+        if km is not None:
+            kernels.release_clients()  # papermill's client of the warm kernel
         for k, v in saved_env.items():
             if v is None:
                 os.environ.pop(k, None)

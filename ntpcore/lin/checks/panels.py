@@ -108,7 +108,12 @@ def toy_geometry(toy: dict, res: dict, spread: dict) -> Panels:
     ce = np.asarray(spread["cos_end"])
     T = float(np.asarray(res["steps"])[-1])
     want.line(2, "median over the draws", [T], [float(np.median(ce))])
-    want.line(2, "range over the draws", [T, T], [float(ce.min()), float(ce.max())])
+    want.line(
+        2,
+        f"range over {len(spread['seeds'])} draws",
+        [T, T],
+        [float(ce.min()), float(ce.max())],
+    )
     _geometry(want, 4, toy["H"], toy["W_mm"])
     return want
 

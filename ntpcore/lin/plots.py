@@ -150,8 +150,7 @@ def draw_geometry(
 def draw_prob_heatmap(ax: Axes, P: np.ndarray, names: Sequence[str] = CONTEXT_NAMES):
     """P as contexts x words; off-support entries black.  Returns the image (colorbar)."""
     Pm = np.ma.masked_where(P.T <= 0, P.T)
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("black")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="black")
     im = ax.imshow(Pm, cmap=cmap, vmin=0, vmax=1, aspect="auto")
     m, V = P.shape[1], P.shape[0]
     ax.set_xticks(range(V), [str(v + 1) for v in range(V)])

@@ -145,13 +145,27 @@ def separability(ledger: claims.Ledger, cfg, res: dict) -> None:
         theirs = sum(ref.separable(H, Sm) for H, Sm in phase_instances(pt))
         wrong += abs(ours - theirs)
         checked += n
+    for S in cfg.support_sizes:
+        if S == 1:
+            continue
+        key = f"comp_S{S}"
+        i = int(np.argmin(np.abs(np.asarray(res[key]) - 0.5)))
+        pt = PhasePointConfig(cfg.trial_seed, cfg.vocab_size, S, m, int(res["dims"][i]), n)
+        ours = int(round(float(res[key][i]) * n))
+        # compatible iff the pairs' equations (4) have full rank m(S - 1): any law on S
+        theirs = sum(
+            ref.PairwiseF.build(H, Sm / Sm.sum(axis=0)).dim == m * (S - 1)
+            for H, Sm in phase_instances(pt)
+        )
+        wrong += abs(ours - theirs)
+        checked += n
     ledger.check(
-        "lp-decisions",
-        f"separable instances miscounted by the LP, against an independent solver, at the "
-        f"point nearest each crossing ({checked} instances)",
+        "decisions",
+        f"instances whose separability (LP) or compatibility (rank) is miscounted, against "
+        f"independent decisions, at the point nearest each crossing ({checked} instances)",
         float(wrong),
         claims.at_most(0.0),
-        source="[lin, Def. 2]",
+        source="[lin, Def. 1; Def. 2]",
     )
     tol = 2.0 / np.sqrt(m * n)
     for V, S, key in _curves(cfg):

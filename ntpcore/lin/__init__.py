@@ -23,6 +23,8 @@ This module is the paper's public face; the mathematics lives in
   projected Newton) and :mod:`ntpcore.lin.dual_cd` (dual QP, coordinate descent)
 * :mod:`ntpcore.lin.regpath`   the regularization path (eq. 8, Theorem 1)
 * :mod:`ntpcore.lin.training`  GD / NGD / Adam and the metrics of Theorem 2
+* :mod:`ntpcore.lin.checks`    each statement the figures illustrate, checked once against
+  independent references (the notebooks' claims), and the panels every figure must show
 """
 
 from __future__ import annotations

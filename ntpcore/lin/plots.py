@@ -21,6 +21,8 @@ from ntpcore.figure.plotting import COLORS
 
 __all__ = [
     "CONTEXT_NAMES",
+    "COS_CORR_LABEL",
+    "COS_LABEL",
     "draw_geometry",
     "draw_next_token_dist",
     "draw_prob_heatmap",
@@ -29,6 +31,9 @@ __all__ = [
 ]
 
 CONTEXT_NAMES = ("A", "B", "C")
+#: Labels of the two cosines of Theorem 2 (the panels and their checks name them alike).
+COS_LABEL = r"$\cos(W_k, W^{\mathrm{mm}})$"
+COS_CORR_LABEL = r"$\cos(W_k - W^\star, W^{\mathrm{mm}})$"
 #: Word colours for the toy (5 words), colour-blind safe.
 WORD_COLORS = [COLORS[0], COLORS[1], COLORS[2], COLORS[3], COLORS[4]]
 
@@ -77,7 +82,8 @@ def draw_geometry(
     names: Sequence[str] = CONTEXT_NAMES,
     title: str | None = None,
 ) -> None:
-    """Context embeddings (black dots, 'A: 234' = name and support) and the rows of W (stars).
+    """Context embeddings (black dots labelled by ``names``, annotated 'A: 234' = name and
+    support) and the rows of W (stars labelled ``$w_v$``).
 
     Rows that coincide (to 1e-6) share one label, e.g. ``w1 = w5``.  Labels are placed next
     to their points, clear of the other points and labels; the axes are equal-scaled and fit
@@ -92,7 +98,7 @@ def draw_geometry(
         c = WORD_COLORS[v % len(WORD_COLORS)]
         w = W[v]
         ax.annotate("", xy=w, xytext=(0, 0), arrowprops={"arrowstyle": "-", "color": c, "lw": 1.2})
-        ax.plot(*w, marker="*", ms=9, color=c, zorder=3)
+        ax.plot(*w, marker="*", ms=9, color=c, zorder=3, label=rf"$w_{v + 1}$")
         if normals and np.linalg.norm(w) > 0:
             n = np.array([-w[1], w[0]]) / np.linalg.norm(w)
             ax.plot(
@@ -111,7 +117,7 @@ def draw_geometry(
         labels.append((w, text, c, {"fontsize": 8}))
     for j in range(H.shape[1]):
         h = H[:, j]
-        ax.plot(*h, "o", color="black", ms=6, zorder=4)
+        ax.plot(*h, "o", color="black", ms=6, zorder=4, label=names[j])
         text = f"{names[j]}: {support_label(S[:, j])}"
         labels.append((h, text, "black", {"fontsize": 8, "fontweight": "bold"}))
     along = np.linspace(0.15, 1.0, 7)[:, None, None] * W[None]  # points on the row segments
@@ -144,8 +150,7 @@ def draw_geometry(
 def draw_prob_heatmap(ax: Axes, P: np.ndarray, names: Sequence[str] = CONTEXT_NAMES):
     """P as contexts x words; off-support entries black.  Returns the image (colorbar)."""
     Pm = np.ma.masked_where(P.T <= 0, P.T)
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("black")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="black")
     im = ax.imshow(Pm, cmap=cmap, vmin=0, vmax=1, aspect="auto")
     m, V = P.shape[1], P.shape[0]
     ax.set_xticks(range(V), [str(v + 1) for v in range(V)])
@@ -183,7 +188,7 @@ def draw_next_token_dist(
     on = p > 0
     if np.any(p[on] <= floor):
         raise ValueError(f"floor {floor} is not below the smallest in-support p {p[on].min()}")
-    ax.bar(z[on], p[on] - floor, bottom=floor, color=color, width=0.7)
+    ax.bar(z[on], p[on] - floor, bottom=floor, color=color, width=0.7, label="in support")
     ax.plot(
         z[~on],
         np.zeros(int((~on).sum())),
@@ -194,6 +199,7 @@ def draw_next_token_dist(
         transform=ax.get_xaxis_transform(),
         clip_on=False,
         zorder=3,
+        label="off support",
     )
     ax.set_yscale("log")
     ax.set_ylim(floor, 1.0)
@@ -220,7 +226,7 @@ def draw_training(
     H_ent: float,
     *,
     color: str = COLORS[0],
-    label: str | None = None,
+    name: str = "GD",
     titles: bool = True,
     ref: dict | None = None,
     ref_label: str = "GD",
@@ -230,10 +236,12 @@ def draw_training(
     """The four panels of Figs. 1 (right), 4 and 5 on a 2 x 2 array of axes.
 
     (a) CE(W_k) with the entropy bound H, (b) ||W_k||, (c) cos(W_k, W^mm) and the corrected
-    cos(W_k - W*, W^mm), (d) ||P_F(W_k) - W*|| / ||W*||.  ``ref`` overlays a reference run.
-    ``spread`` (the output of a seed spread such as
-    :func:`ntpcore.lin.experiments.run_gd_seeds`) shades the range over the draws behind the
-    shown run in (b), (c) (the raw cosine) and (d).
+    cos(W_k - W*, W^mm), (d) ||P_F(W_k) - W*|| / ||W*||, from k = 1 on (log-scaled
+    iterations).  Every line is labelled: the run's curves by ``name`` (the cosines by what
+    they measure), the entropy by H.  ``ref`` overlays a reference run (labelled
+    ``ref_label``) in every panel, its corrected cosine in (c).  ``spread`` (the output of a
+    seed spread such as :func:`ntpcore.lin.experiments.run_gd_seeds`) shades the range over
+    the draws behind the shown run in (b), (c) (the raw cosine) and (d).
     """
     a, b, c, d = axes.flat
     if spread is not None:
@@ -248,7 +256,7 @@ def draw_training(
                 color=color,
                 alpha=0.18,
                 lw=0,
-                label=f"range over {n_draws} draws" if ax is c else None,
+                label=f"range over {n_draws} draws",
             )
     if ref is not None:
         r = _from_step_one(ref)
@@ -259,22 +267,22 @@ def draw_training(
         d.plot(r["steps"], r["rel_dist_F"], **kw)
     res = _from_step_one(res)
     k = res["steps"]
-    a.plot(k, res["loss"], color=color, label=label or "CE")
+    a.plot(k, res["loss"], color=color, label=name)
     a.axhline(H_ent, color="black", ls="--", lw=0.8, label=r"entropy $\mathcal{H}$")
     a.set(xscale="log", xlabel=r"iteration $k$", ylabel=r"CE$(W_k)$")
-    b.plot(k, res["norm"], color=color, label=label)
+    b.plot(k, res["norm"], color=color, label=name)
     b.set(xscale="log", xlabel=r"iteration $k$", ylabel=r"$\|W_k\|_F$")
-    c.plot(k, res["cos"], color=color, label=r"$\cos(W_k, W^{\rm mm})$")
-    c.plot(k, res["cos_corr"], color=color, ls="--", label=r"$\cos(W_k - W^\star, W^{\rm mm})$")
+    c.plot(k, res["cos"], color=color, label=COS_LABEL)
+    c.plot(k, res["cos_corr"], color=color, ls="--", label=COS_CORR_LABEL)
     low = min(-0.05, float(np.min(res["cos"])), float(np.min(res["cos_corr"])))
     c.set(
         xscale="log",
         xlabel=r"iteration $k$",
-        ylabel="correlation with $W^{\\rm mm}$",
+        ylabel=r"correlation with $W^{\mathrm{mm}}$",
         ylim=(low - (0.65 if legend else 0.0), 1.05),  # room for the legend below the data
         yticks=[0.0, 0.5, 1.0],
     )
-    d.plot(k, res["rel_dist_F"], color=color, label=label)
+    d.plot(k, res["rel_dist_F"], color=color, label=name)
     d.set(
         xscale="log",
         yscale="log",

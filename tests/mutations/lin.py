@@ -338,4 +338,74 @@ MUTATIONS = [
         _replace(_plots, "draw_training", _mutated)
         """,
     ),
+    Mutation(
+        "lin-plot-line-late",
+        "plot",
+        "lin",
+        "Fig. 4, panel (a): the CE curve drawn one recorded step late (each value at the next "
+        "iteration)",
+        ("lin-gd-direction",),
+        """
+        import numpy as _np
+        import ntpcore.lin.plots as _plots
+
+        _orig = _plots.draw_training
+
+
+        def _mutated(axes, *args, **kwargs):
+            _applied()
+            _orig(axes, *args, **kwargs)
+            for line in axes.flat[0].get_lines():
+                if not line.get_label().startswith("_") and "entropy" not in line.get_label():
+                    x, y = (_np.asarray(v, dtype=float) for v in line.get_data())
+                    line.set_data(x[1:], y[:-1])
+
+
+        _replace(_plots, "draw_training", _mutated)
+        """,
+    ),
+    Mutation(
+        "lin-plot-log-norm",
+        "plot",
+        "lin",
+        "Fig. 4, panel (b): the norm ||W_k||, a linear quantity, drawn on a log y-axis",
+        ("lin-gd-direction",),
+        """
+        import ntpcore.lin.plots as _plots
+
+        _orig = _plots.draw_training
+
+
+        def _mutated(axes, *args, **kwargs):
+            _applied()
+            _orig(axes, *args, **kwargs)
+            axes.flat[1].set_yscale("log")
+
+
+        _replace(_plots, "draw_training", _mutated)
+        """,
+    ),
+    Mutation(
+        "lin-plot-clim-dropped",
+        "plot",
+        "lin",
+        "Fig. 2, left: the probability image without its colour limits 0 and 1 (scaled to its "
+        "own entries)",
+        ("lin-toy-solutions",),
+        """
+        import ntpcore.lin.plots as _plots
+
+        _orig = _plots.draw_prob_heatmap
+
+
+        def _mutated(*args, **kwargs):
+            _applied()
+            im = _orig(*args, **kwargs)
+            im.autoscale()
+            return im
+
+
+        _replace(_plots, "draw_prob_heatmap", _mutated)
+        """,
+    ),
 ]

@@ -73,6 +73,9 @@ SCIENCE = (
 #: modules of those rooms that are not science: validation of arguments, references used
 #: only by tests, the compiled extensions' loaders
 NOT_SCIENCE = ("ntpcore/att/compiled.py", "ntpcore/core/native.py")
+#: a paper's checks (``ntpcore/<paper>/checks/``) are the test a mutant faces, as test code
+#: is for mutmut: a check made looser still passes on correct science, so it is not mutated
+CHECKS = "checks"
 WORK = paths.ROOT / "_build" / "mutants"
 REPORT = paths.RESULTS_DIR / "mutants" / "report.json"
 EQUIVALENT = paths.ROOT / "tests" / "mutants" / "equivalent.yaml"
@@ -161,7 +164,12 @@ def science_files() -> list[Path]:
     for entry in SCIENCE:
         p = paths.ROOT / entry
         out += sorted(p.rglob("*.py")) if p.is_dir() else [p]
-    return [p for p in out if str(p.relative_to(paths.ROOT)) not in NOT_SCIENCE]
+    return [
+        p
+        for p in out
+        if str(p.relative_to(paths.ROOT)) not in NOT_SCIENCE
+        and CHECKS not in p.relative_to(paths.ROOT).parts[:-1]
+    ]
 
 
 def generate(path: Path) -> list[Mutant]:

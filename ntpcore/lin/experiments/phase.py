@@ -22,6 +22,7 @@ __all__ = [
     "cone_threshold",
     "crossing",
     "run_phase",
+    "phase_instances",
     "run_phase_point",
 ]
 
@@ -94,19 +95,27 @@ class PhasePointConfig:
     n_trials: int
 
 
-@cached
-def run_phase_point(cfg: PhasePointConfig) -> dict:
+def phase_instances(cfg: PhasePointConfig):
+    """The ``n_trials`` random instances ``(H, S)`` of one point: Gaussian embeddings
+    (d, m) and uniformly random supports of size S among V words (V, m), trial r drawn from
+    ``SeedSequence([trial_seed, V, S, m, d]).spawn(n_trials)[r]``."""
     ss = np.random.SeedSequence(
         [cfg.trial_seed, cfg.vocab_size, cfg.support_size, cfg.n_contexts, cfg.dim]
     ).spawn(cfg.n_trials)
     V, S, m, d = cfg.vocab_size, cfg.support_size, cfg.n_contexts, cfg.dim
-    n_sep = n_compat = n_fail = 0
     for s in ss:
         rng = np.random.default_rng(s)
         H = rng.standard_normal((d, m))
         Sm = np.zeros((V, m), dtype=bool)
         for j in range(m):
             Sm[rng.choice(V, S, replace=False), j] = True
+        yield H, Sm
+
+
+@cached
+def run_phase_point(cfg: PhasePointConfig) -> dict:
+    n_sep = n_compat = n_fail = 0
+    for H, Sm in phase_instances(cfg):
         try:
             n_sep += separability_lp(H, Sm)["separable"]
         except SolverError:

@@ -59,7 +59,7 @@ def run_draws(
     runs = map_runs(
         run, cfgs, n_workers=n_workers, scheduler=scheduler, desc=desc, progress=progress
     )
-    curves = ("loss", "gap", "norm", "cos", "cos_corr", "rel_dist_F")
+    curves = ("loss", "gap", "norm", "cos", "cos_corr", "rel_dist_F", "norm_perp")
     out: dict = {"seeds": np.asarray(seeds, dtype=np.int64), "steps": runs[0]["steps"]}
     out.update({f"{key}_curves": np.stack([r[key] for r in runs]) for key in curves})
     out.update({f"{key}_end": out[f"{key}_curves"][:, -1] for key in curves})

@@ -24,7 +24,7 @@ from ntpcore.lin.subspace import finite_component_info, require_compatible
 from ntpcore.lin.svm import solve_ntp_svm
 from ntpcore.lin.training import train_ntp
 
-__all__ = ["ScaleConfig", "run_lin_scale"]
+__all__ = ["ScaleConfig", "run_lin_scale", "scale_run"]
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,15 @@ class ScaleConfig(SupportConfig):
     n_records: int = 40  # recorded iterates, log-spaced
 
 
-@cached
 def run_lin_scale(cfg: ScaleConfig) -> dict:
-    """Solve W^mm and W* at scale, train from zero, return the Fig. 4 metrics along k."""
+    """Solve W^mm and W* at scale, train from zero, return the Fig. 4 metrics along k, and
+    the two solutions with the dual coefficients that certify W^mm (:func:`scale_run`)."""
+    return scale_run(cfg)
+
+
+@cached
+def scale_run(cfg: ScaleConfig) -> dict:
+    """The computation of :func:`run_lin_scale` (cached)."""
     t0 = time.perf_counter()
     data = synthetic_data(cfg)
     t = time.perf_counter()
@@ -65,11 +71,14 @@ def run_lin_scale(cfg: ScaleConfig) -> dict:
         progress=True,
     )
     t_train = time.perf_counter() - t
-    keys = ("loss", "norm", "gap", "cos", "cos_corr", "rel_dist_F")
+    keys = ("loss", "norm", "gap", "cos", "cos_corr", "rel_dist_F", "norm_perp")
     out = {"steps": tr.steps.astype(np.int64), **{k: tr.metrics[k] for k in keys}}
     out.update(
         {
             "entropy": data.entropy,
+            "W_mm": svm.W_mm,
+            "C": svm.C if svm.C is not None else np.full(data.P.shape, np.nan),
+            "W_star": fc["W_star"],
             "norm_mm": svm.norm,
             "norm_star": float(np.linalg.norm(fc["W_star"])),
             "dim_F": fc["F"].dim,

@@ -1,0 +1,345 @@
+r"""The checks of the geometry paper's convex side [geo, Sec. 2] (key ``geo``).
+
+One function per statement; each records its claims on a figure's ledger
+(:class:`ntpcore.figure.claims.Ledger`), with the statement's source in the paper, the
+paper's number where it prints one, and the tolerance.  A notebook calls the check of every
+statement it illustrates in one line.
+
+The objects of the convex side are checked wherever a figure uses them, cheaply and with
+code of its own, so that a bug of the builder they come from cannot pass both:
+
+* :func:`check_lmm` -- :math:`L^{\mathrm{mm}}` solves the nuclear-norm NTP-SVM: feasible
+  (equalities on each support, margins at least 1) and certified optimal by a dual
+  certificate :math:`G` (repaired to exact dual feasibility here, so its value is a rigorous
+  lower bound of :math:`\|L^{\mathrm{mm}}\|_*`);
+* :func:`check_factors` -- :math:`W^{\mathrm{mm}}`, :math:`H^{\mathrm{mm}}` are the balanced
+  factors of :math:`L^{\mathrm{mm}}` (product, balance, Grams as matrix square roots computed
+  by an eigendecomposition);
+* :func:`check_proxy` -- :math:`\tilde S=(I-\mathbf 1\mathbf 1^\top/V)S` built from the raw
+  training pairs;
+* :func:`check_finite_part` -- :math:`L^{\mathrm{in}}`, the centred log-counts on each
+  support, built from the raw training pairs.
+
+The supports those checks compare with are read from the ``n`` training pairs of the data
+set (:func:`raw_supports`), not from :attr:`ntpcore.geo.data.ContextDataset.S` or
+:func:`ntpcore.geo.data.support_groups`, which the solvers use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ntpcore.figure import claims
+from ntpcore.geo.data import ContextDataset
+from ntpcore.geo.svm import solve_nuclear_svm
+
+__all__ = [
+    "DUAL",
+    "FACTORS",
+    "LIN",
+    "PROXY",
+    "SVM",
+    "RawSupports",
+    "certified_dual",
+    "check_factors",
+    "check_finite_part",
+    "check_lmm",
+    "check_proxy",
+    "factor_errors",
+    "finite_part_of",
+    "proxy_of",
+    "raw_supports",
+    "svm_violation",
+]
+
+#: the statements' sources in the paper
+SVM = "[geo, Sec. 2, nuclear-norm NTP-SVM]"
+DUAL = "[geo, Sec. 2, NTP-SVM dual]"
+PROXY = "[geo, Sec. 2, centred-support proxy]"
+LIN = "[geo, Sec. 2, finite component]"
+FACTORS = "[geo, Sec. 2, NTP-UFM as nuclear-norm regularization]"
+
+#: largest constraint violation of a solution of the SVM (equalities, margins)
+FEASIBLE_TOL = 1e-6
+#: a relative duality gap below this is rounding (weak duality: a truly negative gap means
+#: an infeasible solution or certificate)
+GAP_FLOOR = -1e-9
+#: relative errors of the balanced factors (the factors drop singular values below 1e-6
+#: sigma_max, the solver's rounding floor)
+FACTORS_TOL = 1e-6
+#: largest entry-wise error of the closed forms of S~ and L^in (float64 rounding)
+EXACT_TOL = 1e-12
+
+
+# ------------------------------------------------------------------------------------------
+# The data, read from the raw training pairs
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RawSupports:
+    """Supports and counts rebuilt from the ``n`` training pairs of a data set.
+
+    ``support[j]``: the sorted next words seen after context ``j``; ``counts`` (V, m) the
+    joint counts; ``groups``: contexts with identical supports, in order of first appearance.
+    """
+
+    V: int
+    m: int
+    support: tuple[tuple[int, ...], ...]
+    counts: NDArray[np.float64]
+    groups: tuple[tuple[int, ...], ...]
+
+    @property
+    def S(self) -> NDArray[np.bool_]:
+        """(V, m) support matrix, filled from :attr:`support`."""
+        S = np.zeros((self.V, self.m), dtype=bool)
+        for j, words in enumerate(self.support):
+            S[list(words), j] = True
+        return S
+
+    @property
+    def pairs(self) -> list[tuple[int, int]]:
+        """Context pairs ``j < j'`` with identical supports."""
+        return [(a, b) for g in self.groups for i, a in enumerate(g) for b in g[i + 1 :]]
+
+
+def raw_supports(ds: ContextDataset) -> RawSupports:
+    """The supports, counts and support groups of ``ds`` from its training pairs
+    (:meth:`~ntpcore.geo.data.ContextDataset.samples`), with Python sets and dicts."""
+    j_of, z_of = ds.samples()
+    seen: list[set[int]] = [set() for _ in range(ds.m)]
+    counts = np.zeros((ds.V, ds.m))
+    for j, z in zip(j_of.tolist(), z_of.tolist(), strict=True):
+        seen[j].add(z)
+        counts[z, j] += 1.0
+    support = tuple(tuple(sorted(s)) for s in seen)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for j, words in enumerate(support):
+        groups.setdefault(words, []).append(j)
+    return RawSupports(ds.V, ds.m, support, counts, tuple(tuple(g) for g in groups.values()))
+
+
+def _supports(data: ContextDataset | RawSupports) -> RawSupports:
+    return data if isinstance(data, RawSupports) else raw_supports(data)
+
+
+# ------------------------------------------------------------------------------------------
+# L^mm: feasibility and the certificate
+# ------------------------------------------------------------------------------------------
+
+
+def svm_violation(L: NDArray[np.float64], raw: RawSupports) -> float:
+    """Largest violation of the NTP-SVM constraints by ``L`` (V, m), column by column:
+    the spread of ``L`` on each support (equalities) and ``1 - margin`` (margins)."""
+    worst = 0.0
+    off = np.ones(raw.V, dtype=bool)
+    for j, words in enumerate(raw.support):
+        col = L[:, j]
+        on = col[list(words)]
+        off[:] = True
+        off[list(words)] = False
+        spread = float(on.max() - on.min())
+        margin = float(on.min() - col[off].max()) if off.any() else np.inf
+        worst = max(worst, spread, 1.0 - margin)
+    return worst
+
+
+def certified_dual(G: NDArray[np.float64], raw: RawSupports) -> float:
+    r"""A rigorous lower bound of :math:`\|L^{\mathrm{mm}}\|_*` from a near-feasible dual
+    certificate ``G`` (V, m): its positive off-support entries are set to 0, each column sum
+    is removed from its support entries (free in sign), and the result is divided by its
+    operator norm when that exceeds 1; the dual value :math:`-\langle J-S,G\rangle` of that
+    exactly feasible point bounds the optimum from below (weak duality)."""
+    G = np.array(G, dtype=np.float64, copy=True)
+    S = raw.S
+    G[~S & (G > 0)] = 0.0
+    for j, words in enumerate(raw.support):
+        G[list(words), j] -= G[:, j].sum() / len(words)
+    op = float(np.linalg.svd(G, compute_uv=False)[0])
+    G /= max(1.0, op)
+    return float(-G[~S].sum())
+
+
+def check_lmm(
+    ledger: claims.Ledger,
+    data: ContextDataset | RawSupports,
+    L_mm: NDArray[np.float64],
+    G: NDArray[np.float64] | None = None,
+    *,
+    prefix: str = "",
+    gap_tol: float = 1e-7,
+    what: str = "",
+) -> dict[str, float]:
+    r""":math:`L^{\mathrm{mm}}` solves the nuclear-norm NTP-SVM of the data's supports
+    [geo, Sec. 2] (book: ``geo-eq-svm``, ``geo-lem-dual``).
+
+    Two claims: ``<prefix>lmm-feasible``, the largest constraint violation (at most
+    :data:`FEASIBLE_TOL`), and ``<prefix>lmm-certified``, the relative gap
+    :math:`(\|L^{\mathrm{mm}}\|_*-d)/\|L^{\mathrm{mm}}\|_*` to the certified dual value
+    :math:`d` of ``G`` (:func:`certified_dual`), in ``[GAP_FLOOR, gap_tol]``: a larger gap
+    is a suboptimal solution, a negative one an infeasible solution or certificate.
+    Without ``G`` the certificate is that of a new solve of the same supports
+    (:func:`ntpcore.geo.svm.solve_nuclear_svm`), which certifies ``L_mm`` all the same (any
+    dual-feasible point bounds the optimum).  ``what`` names the data set in the statements
+    (e.g. ``"real text: "``).  Returns the measured numbers.
+    """
+    raw = _supports(data)
+    L_mm = np.asarray(L_mm, dtype=np.float64)
+    if G is None:
+        G = solve_nuclear_svm(raw.S, tol=min(gap_tol, 1e-8) / 10).G
+    violation = svm_violation(L_mm, raw)
+    nuc = float(np.linalg.svd(L_mm, compute_uv=False).sum())
+    gap = (nuc - certified_dual(G, raw)) / nuc
+    ledger.check(
+        f"{prefix}lmm-feasible",
+        rf"{what}$L^{{\mathrm{{mm}}}}$ is constant on each support with margin at least 1 "
+        r"over the other words (largest violation, from the raw training pairs)",
+        violation,
+        claims.at_most(FEASIBLE_TOL),
+        source=SVM,
+        digits=0,
+    )
+    ledger.check(
+        f"{prefix}lmm-certified",
+        rf"{what}$L^{{\mathrm{{mm}}}}$ is optimal: relative gap of $\|L^{{\mathrm{{mm}}}}\|_*$ "
+        r"to the value of a dual certificate made exactly feasible",
+        gap,
+        claims.between(GAP_FLOOR, gap_tol),
+        source=DUAL,
+        digits=0,
+    )
+    return {"violation": violation, "gap": gap, "nuc": nuc}
+
+
+# ------------------------------------------------------------------------------------------
+# Balanced factors, proxy, finite part
+# ------------------------------------------------------------------------------------------
+
+
+def _psd_sqrt(A: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Square root of a symmetric PSD matrix by its eigendecomposition."""
+    w, Q = np.linalg.eigh(A)
+    return (Q * np.sqrt(np.clip(w, 0.0, None))) @ Q.T
+
+
+def _rel(A: NDArray[np.float64], B: NDArray[np.float64]) -> float:
+    return float(np.linalg.norm(A - B) / max(float(np.linalg.norm(B)), 1e-300))
+
+
+def factor_errors(
+    L: NDArray[np.float64], W: NDArray[np.float64], H: NDArray[np.float64]
+) -> dict[str, float]:
+    r"""Relative errors of ``W`` (V, r), ``H`` (r, m) as balanced factors of ``L`` (V, m):
+    ``product`` :math:`WH` vs :math:`L`, ``nuclear``
+    :math:`\tfrac12(\|W\|_F^2+\|H\|_F^2)` vs :math:`\|L\|_*`, ``word_gram``
+    :math:`WW^\top` vs :math:`(LL^\top)^{1/2}` and ``context_gram`` :math:`H^\top H` vs
+    :math:`(L^\top L)^{1/2}` (square roots by eigendecomposition)."""
+    nuc = float(np.linalg.svd(L, compute_uv=False).sum())
+    return {
+        "product": _rel(W @ H, L),
+        "nuclear": abs(0.5 * float((W * W).sum() + (H * H).sum()) / nuc - 1.0),
+        "word_gram": _rel(W @ W.T, _psd_sqrt(L @ L.T)),
+        "context_gram": _rel(H.T @ H, _psd_sqrt(L.T @ L)),
+    }
+
+
+def check_factors(
+    ledger: claims.Ledger,
+    L_mm: NDArray[np.float64],
+    W_mm: NDArray[np.float64],
+    H_mm: NDArray[np.float64],
+    *,
+    prefix: str = "",
+    what: str = "",
+) -> dict[str, float]:
+    r"""The predicted embeddings :math:`W^{\mathrm{mm}}` (V, r), :math:`H^{\mathrm{mm}}`
+    (r, m) are the balanced factors of :math:`L^{\mathrm{mm}}` [geo, Sec. 2] (book:
+    ``geo-lem-nuclear``): one claim ``<prefix>factors-balanced``, the largest relative error
+    of :func:`factor_errors`, at most :data:`FACTORS_TOL`."""
+    err = factor_errors(*(np.asarray(a, dtype=np.float64) for a in (L_mm, W_mm, H_mm)))
+    ledger.check(
+        f"{prefix}factors-balanced",
+        rf"{what}$W^{{\mathrm{{mm}}}}H^{{\mathrm{{mm}}}} = L^{{\mathrm{{mm}}}}$ with "
+        r"$\tfrac12(\|W\|_F^2+\|H\|_F^2) = \|L\|_*$ and Grams $(LL^\top)^{1/2}$, "
+        r"$(L^\top L)^{1/2}$ (largest relative error)",
+        max(err.values()),
+        claims.at_most(FACTORS_TOL),
+        source=FACTORS,
+        digits=0,
+    )
+    return err
+
+
+def proxy_of(raw: RawSupports) -> NDArray[np.float64]:
+    r""":math:`\tilde S`: column ``j`` is :math:`1-k_j/V` on the support, :math:`-k_j/V` off it."""
+    St = np.empty((raw.V, raw.m))
+    for j, words in enumerate(raw.support):
+        St[:, j] = -len(words) / raw.V
+        St[list(words), j] += 1.0
+    return St
+
+
+def check_proxy(
+    ledger: claims.Ledger,
+    data: ContextDataset | RawSupports,
+    S_tilde: NDArray[np.float64],
+    *,
+    prefix: str = "",
+    what: str = "",
+) -> float:
+    r"""The proxy used is the centred support :math:`\tilde S=(I-\mathbf 1\mathbf 1^\top/V)S`
+    of the data [geo, Sec. 2] (book: ``geo-prop-proxy``), a feasible point of the SVM with
+    every margin exactly 1: one claim ``<prefix>proxy-centred``, its largest entry-wise
+    difference from :func:`proxy_of` the raw supports (at most :data:`EXACT_TOL`)."""
+    err = float(np.abs(np.asarray(S_tilde, dtype=np.float64) - proxy_of(_supports(data))).max())
+    ledger.check(
+        f"{prefix}proxy-centred",
+        rf"{what}the proxy $\tilde S$ is the centred support: $1-k_j/V$ on each support, "
+        r"$-k_j/V$ off it (largest difference)",
+        err,
+        claims.at_most(EXACT_TOL),
+        source=PROXY,
+        digits=0,
+    )
+    return err
+
+
+def finite_part_of(raw: RawSupports) -> NDArray[np.float64]:
+    r""":math:`L^{\mathrm{in}}`: the log-counts of each context centred on its support
+    (:math:`\log\hat p_{j,z}-\log\hat p_{j,z'}=\log n_{z,j}-\log n_{z',j}`), zero off it."""
+    L = np.zeros((raw.V, raw.m))
+    for j, words in enumerate(raw.support):
+        logc = np.log(raw.counts[list(words), j])
+        L[list(words), j] = logc - logc.mean()
+    return L
+
+
+def check_finite_part(
+    ledger: claims.Ledger,
+    data: ContextDataset | RawSupports,
+    L_in: NDArray[np.float64],
+    *,
+    prefix: str = "",
+    what: str = "",
+) -> float:
+    r""":math:`L^{\mathrm{in}}` is the element of the in-support subspace :math:`F` with the
+    data's log-odds on every support [geo, Sec. 2] (book: ``geo-def-lin``): one claim
+    ``<prefix>finite-part``, its largest difference from :func:`finite_part_of` the raw
+    counts (at most :data:`EXACT_TOL` times its largest entry)."""
+    raw = _supports(data)
+    ref = finite_part_of(raw)
+    err = float(np.abs(np.asarray(L_in, dtype=np.float64) - ref).max())
+    ledger.check(
+        f"{prefix}finite-part",
+        rf"{what}$L^{{\mathrm{{in}}}}$ holds the log-odds of the data on each support and "
+        r"is zero off it (largest difference from the centred log-counts)",
+        err / max(float(np.abs(ref).max()), 1.0),
+        claims.at_most(EXACT_TOL),
+        source=LIN,
+        digits=0,
+    )
+    return err

@@ -305,3 +305,34 @@ def test_proxy_instances_are_the_same_serially_on_processes_and_on_a_cluster(
             assert serial["n_groups"][a, t] == len({tuple(col) for col in S.T})
             assert serial["rank_proxy"][a, t] == np.linalg.matrix_rank(g.centered_support(S))
     assert np.all(serial["gap"][0] < 1e-8)  # one-hot: S~ = L^mm (geo-prop-proxy)
+
+
+# ------------------------------------------- facts that hold by construction (not ledger claims)
+
+
+def test_centring_removes_at_most_one_direction(inst) -> None:
+    """rank S - 1 <= rank S~ <= rank S: S~ = (I - 11^T/V) S, a rank-one change of S."""
+    S = inst[2].astype(float)
+    r, r_tilde = np.linalg.matrix_rank(S), np.linalg.matrix_rank(g.centered_support(S))
+    assert r - 1 <= r_tilde <= r
+
+
+def test_entropy_bounds_of_the_sets() -> None:
+    """H <= log k_max for any soft labels; with k_j = 3 and counts in {1..4} the synthetic
+    set's entropy lies between that of counts (1, 1, 4) and log 3."""
+    ds = synthetic_dataset(0)
+    low = -(np.log(1 / 6) + 2 * np.log(2 / 3)) / 3  # H(1/6, 1/6, 4/6)
+    assert low <= ds.entropy <= np.log(3)
+    assert ds.entropy <= np.log(ds.support_sizes.max())
+
+
+def test_path_minimisers_are_balanced_so_projection_changes_no_cosine() -> None:
+    """At a balanced minimiser of the factorised path (W^T W = H H^T), H lies in the top
+    right-singular subspace of W, so projected and raw cosines of same-support pairs agree."""
+    P, pi, S = random_instance(10, 12, 4, seed=5, n_repeat=2)
+    path = g.regularization_path(P, pi, np.array([1e-2, 1e-3]))
+    pairs = g.same_support_pairs(S)
+    r = int(np.sum(np.linalg.svd(g.nuclear_svm(S), compute_uv=False) > 1e-6))
+    for W, H in zip(path["W"], path["H"], strict=True):
+        col = g.subspace_collapse(W, H, pairs, r)
+        np.testing.assert_allclose(col["proj_cos"], col["raw_cos"], atol=1e-6)

@@ -268,7 +268,10 @@ MUTATIONS = [
         import matplotlib.axes as _axes
 
         _orig = _axes.Axes.semilogx
-        _SWAP = {r"to $L^{mm}$": r"to $\\tilde S$", r"to $\\tilde S$": r"to $L^{mm}$"}
+        _SWAP = {
+            r"to $L^{\\mathrm{mm}}$": r"to $\\tilde S$",
+            r"to $\\tilde S$": r"to $L^{\\mathrm{mm}}$",
+        }
 
 
         def _mutated(self, *args, **kwargs):
@@ -279,6 +282,76 @@ MUTATIONS = [
 
 
         _axes.Axes.semilogx = _mutated
+        """,
+    ),
+    Mutation(
+        "geo-reg-path-line-late",
+        "plot",
+        "geo",
+        "panel (b) of the regularization path draws the loss-gap ratio one sample late (each "
+        "value at the next lambda)",
+        ("geo-reg-path",),
+        """
+        import matplotlib.axes as _axes
+
+        _orig = _axes.Axes.semilogx
+
+
+        def _mutated(self, x, y, *args, **kwargs):
+            if "CE" in str(kwargs.get("label", "")):
+                _applied()
+                x, y = x[1:], y[:-1]
+            return _orig(self, x, y, *args, **kwargs)
+
+
+        _axes.Axes.semilogx = _mutated
+        """,
+    ),
+    Mutation(
+        "geo-reg-path-log-axis",
+        "plot",
+        "geo",
+        "panel (c) of the regularization path, the nuclear norm against log(1/lambda), drawn on "
+        "a log y-axis (the theory's law is linear there)",
+        ("geo-reg-path",),
+        """
+        import matplotlib.axes as _axes
+
+        _orig = _axes.Axes.set_title
+
+
+        def _mutated(self, label, *args, **kwargs):
+            if str(label).startswith("(c) nuclear-norm growth"):
+                _applied()
+                self.set_yscale("log")
+            return _orig(self, label, *args, **kwargs)
+
+
+        _axes.Axes.set_title = _mutated
+        """,
+    ),
+    Mutation(
+        "geo-support-lmm-clim-dropped",
+        "plot",
+        "geo",
+        "the images of the support figure drawn without their colour limits (each scaled on "
+        "its own: L^mm no longer centred on zero)",
+        ("geo-support-lmm",),
+        """
+        import matplotlib.axes as _axes
+
+        _orig = _axes.Axes.imshow
+
+
+        def _mutated(self, X, *args, **kwargs):
+            if "vmin" in kwargs or "vmax" in kwargs:
+                _applied()
+                kwargs.pop("vmin", None)
+                kwargs.pop("vmax", None)
+            return _orig(self, X, *args, **kwargs)
+
+
+        _axes.Axes.imshow = _mutated
         """,
     ),
     Mutation(

@@ -20,11 +20,11 @@ names and returns a dict of arrays and scalars (stored by
 * :func:`run_proxy` -- when the centred support :math:`\tilde S` equals :math:`L^{mm}`
   (book: ``geo-prop-proxy``); its random instances are a sweep of independent runs
   (:func:`proxy_trial`, one cached entry each) through :func:`ntpcore.core.sweep.map_runs`;
-* :func:`run_dataset_stats` -- statistics of the two datasets (book: *Datasets*);
-* :func:`support_lmm_facts`, :func:`dataset_facts` -- the numbers the notebooks' claims
-  check: :math:`L^{mm}` at its solution (feasibility, dual certificate, agreement with
-  cvxpy), :math:`L^{in}`, the ranks of :math:`S`, :math:`\tilde S`, :math:`L^{mm}`, the
-  balanced factors of :math:`L^{mm}`, and the consistency of the datasets' soft labels.
+* :func:`run_dataset_stats` -- statistics of the two datasets (book: *Datasets*).
+
+The statements these results illustrate are checked by :mod:`ntpcore.geo.checks.convex`,
+which verifies the objects the figures use (:math:`L^{mm}`, :math:`\tilde S`,
+:math:`L^{in}`, the path's solutions) with code of its own.
 """
 
 from __future__ import annotations
@@ -35,24 +35,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ntpcore.core.cache import cached
-from ntpcore.core.logits import entropy, project_F, softmax
+from ntpcore.core.logits import project_F
 from ntpcore.errors import DataError
-from ntpcore.geo.data import ContextDataset, subset_contexts
+from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.embeddings import (
     direction_distance,
-    mm_embeddings,
     same_support_pairs,
     subspace_collapse,
 )
 from ntpcore.geo.experiments.datasets import DATASETS, DataConfig, load_dataset
 from ntpcore.geo.logits import centered_support, finite_logits, nuclear_norm
 from ntpcore.geo.regpath import regularization_path
-from ntpcore.geo.svm import nuclear_svm_cvxpy, solve_nuclear_svm
-from ntpcore.geo.svm_problem import (
-    check_certificate,
-    polar_certificate,
-    svm_constraint_violation,
-)
+from ntpcore.geo.svm import solve_nuclear_svm
+from ntpcore.geo.svm_problem import NuclearSVMResult, polar_certificate
 from ntpcore.geo.synthetic import synthetic_dataset
 from ntpcore.geo.text import text_dataset
 
@@ -101,108 +96,6 @@ def run_support_lmm(cfg: SupportLmmConfig) -> dict[str, object]:
     }
 
 
-CVXPY_MAX_ENTRIES = 4000  # larger supports are checked against cvxpy on a 24-context subset
-
-
-def _psd_sqrt(A: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Square root of a symmetric PSD matrix by its eigendecomposition."""
-    w, Q = np.linalg.eigh(A)
-    return (Q * np.sqrt(np.clip(w, 0.0, None))[None, :]) @ Q.T
-
-
-def _rel(A: NDArray[np.float64], B: NDArray[np.float64]) -> float:
-    return float(np.linalg.norm(A - B) / max(np.linalg.norm(B), 1e-300))
-
-
-@cached
-def support_lmm_facts(cfg: SupportLmmConfig) -> dict[str, object]:
-    r"""The numbers the claims of [geo, Fig. 1, left] check, for one dataset.
-
-    * :math:`L^{mm}` at its solution (book: ``geo-eq-svm``, ``geo-lem-dual``): constraint
-      ``violation``; the dual certificate :math:`G` (``op_norm`` :math:`\|G\|_{op}`,
-      ``colsum`` :math:`\max_j|\mathbf 1^\top Ge_j|`, ``off_pos`` its largest positive
-      off-support entry), the relative duality ``gap`` and the ``alignment``
-      :math:`\langle G,L^{mm}\rangle/\|L^{mm}\|_*`; ``cvx_obj_rel`` /
-      ``cvx_dir``: relative objective and direction distance to an independent cvxpy (SCS)
-      solve, on the whole support if it has at most ``CVXPY_MAX_ENTRIES`` entries, else on
-      a 24-context subset (``cvx_shape``);
-    * :math:`L^{mm}\in F^\perp`: ``pf_mm`` :math:`\|P_F(L^{mm})\|_F/\|L^{mm}\|_F`,
-      ``colsum_mm`` :math:`\max_j|\mathbf 1^\top L^{mm}e_j|/\|L^{mm}\|_F`;
-    * :math:`L^{in}` (book: ``geo-def-lin``): ``pf_in`` :math:`\|P_F(L^{in})-L^{in}\|_F`,
-      ``off_in`` its largest off-support entry, ``logodds_in`` the largest error of the
-      softmax of :math:`L^{in}` restricted to each support against :math:`\hat p_j`;
-      ``cos_in_mm`` the cosine of :math:`L^{in}` and :math:`L^{mm}`;
-    * ranks (singular values above ``RANK_TOL`` times the largest): ``rank_S``,
-      ``rank_proxy``, ``rank_mm``, and ``n_groups`` distinct supports;
-    * :math:`\tilde S` feasible with margin exactly 1: ``proxy_violation``,
-      ``proxy_margin``; ``nuc_mm``, ``nuc_proxy``;
-    * identical supports (``n_pairs`` pairs): ``same_cols_mm`` / ``same_cols_H`` the largest
-      relative difference of their columns of :math:`L^{mm}` and of :math:`H^{mm}`;
-    * balanced factors :math:`W^{mm}=U\Sigma^{1/2}`, :math:`H^{mm}=\Sigma^{1/2}V^\top`
-      (book: ``geo-lem-nuclear``): ``factor_rel`` :math:`\|W^{mm}H^{mm}-L^{mm}\|/\|L^{mm}\|`,
-      ``factor_nuc`` :math:`\tfrac12(\|W^{mm}\|_F^2+\|H^{mm}\|_F^2)/\|L^{mm}\|_*-1`,
-      ``gram_W`` / ``gram_H`` the relative errors of :math:`W^{mm}W^{mm\top}` and
-      :math:`H^{mm\top}H^{mm}` against :math:`(L^{mm}L^{mm\top})^{1/2}` and
-      :math:`(L^{mm\top}L^{mm})^{1/2}` computed by an eigendecomposition.
-    """
-    ds = load_dataset(cfg)
-    S, P = ds.S, ds.P
-    sol = solve_nuclear_svm(S)
-    L_mm, St = sol.L, centered_support(S)
-    L_in = finite_logits(P)
-    cert = check_certificate(sol.G, S, L_mm)
-    logodds = max(
-        float(np.abs(softmax(L_in[S[:, j], j][:, None])[:, 0] - P[S[:, j], j]).max())
-        for j in range(ds.m)
-    )
-    small = ds if ds.V * ds.m <= CVXPY_MAX_ENTRIES else subset_contexts(ds, 24)
-    ref = nuclear_svm_cvxpy(small.S, "SCS")
-    ours = sol if small is ds else solve_nuclear_svm(small.S)
-    pairs = same_support_pairs(S)
-    W_mm, H_mm = mm_embeddings(L_mm)
-    nrm = float(np.linalg.norm(L_mm))
-
-    def same_cols(M: NDArray[np.float64]) -> float:
-        if len(pairs) == 0:
-            return 0.0
-        a, b = pairs[:, 0], pairs[:, 1]
-        return float(np.abs(M[:, a] - M[:, b]).max() / np.abs(M).max())
-
-    margins = [St[S[:, j], j].min() - St[~S[:, j], j].max() for j in range(ds.m)]
-    return {
-        "violation": sol.violation,
-        "op_norm": cert["op_norm"],
-        "colsum": cert["colsum"],
-        "off_pos": cert["off_pos"],
-        "gap": cert["gap"],
-        "alignment": cert["alignment"],
-        "cvx_obj_rel": abs(ref.objective / ours.objective - 1.0),
-        "cvx_dir": direction_distance(ref.L, ours.L),
-        "cvx_shape": np.array(small.S.shape),
-        "pf_mm": float(np.linalg.norm(project_F(L_mm, S)) / nrm),
-        "colsum_mm": float(np.abs(L_mm.sum(axis=0)).max() / nrm),
-        "pf_in": float(np.linalg.norm(project_F(L_in, S) - L_in)),
-        "off_in": float(np.abs(L_in[~S]).max()) if (~S).any() else 0.0,
-        "logodds_in": logodds,
-        "cos_in_mm": float((L_in * L_mm).sum() / max(np.linalg.norm(L_in) * nrm, 1e-300)),
-        "rank_S": _rank(S.astype(np.float64)),
-        "rank_proxy": _rank(St),
-        "rank_mm": _rank(L_mm),
-        "n_groups": len(ds.support_groups),
-        "proxy_violation": svm_constraint_violation(St, S),
-        "proxy_margin": float(min(margins)),
-        "nuc_mm": sol.objective,
-        "nuc_proxy": nuclear_norm(St),
-        "n_pairs": len(pairs),
-        "same_cols_mm": same_cols(L_mm),
-        "same_cols_H": same_cols(H_mm),
-        "factor_rel": _rel(W_mm @ H_mm, L_mm),
-        "factor_nuc": 0.5 * float((W_mm**2).sum() + (H_mm**2).sum()) / sol.objective - 1.0,
-        "gram_W": _rel(W_mm @ W_mm.T, _psd_sqrt(L_mm @ L_mm.T)),
-        "gram_H": _rel(H_mm.T @ H_mm, _psd_sqrt(L_mm.T @ L_mm)),
-    }
-
-
 # ------------------------------------------------------------------------------------------
 # Regularization path
 # ------------------------------------------------------------------------------------------
@@ -218,17 +111,22 @@ class RegPathConfig(DataConfig):
     init_seed: int = 0  # seed of the factor initialisation
 
 
-@cached
 def run_reg_path(cfg: RegPathConfig) -> dict[str, object]:
     r"""Solve the path and measure the four statements of the theorem (book: ``geo-thm-path``).
 
     Returns per lambda: ``excess`` (CE - H), ``nuclear`` (:math:`\|L_\lambda\|_*`),
-    ``pf_err`` (:math:`\|P_F(L_\lambda)-L^{in}\|_F`), ``dist_mm`` / ``dist_proxy``
-    (direction distance of :math:`L_\lambda` to :math:`L^{mm}` / :math:`\tilde S`),
+    ``pf_err`` (:math:`\|P_F(L_\lambda)-L^{\mathrm{in}}\|_F`), ``dist_mm`` / ``dist_proxy``
+    (direction distance of :math:`L_\lambda` to :math:`L^{\mathrm{mm}}` / :math:`\tilde S`),
     ``dist_mm_perp`` (same for :math:`L_\lambda-P_F(L_\lambda)`), optimality residuals, and
     the subspace-collapse measures of the same-support pairs (``raw_cos``, ``proj_cos``,
-    shape (k, pairs)).
+    shape (k, pairs)); the solutions ``L`` (k, V, m) and the objects the measures use,
+    ``L_mm``, ``S_tilde`` and ``L_in`` (V, m), which the figure's checks verify (cached).
     """
+    return _reg_path(cfg)
+
+
+@cached
+def _reg_path(cfg: RegPathConfig) -> dict[str, object]:
     if cfg.n_lambdas < 2 or cfg.log10_lam_min >= cfg.log10_lam_max:
         raise DataError("need n_lambdas >= 2 and log10_lam_min < log10_lam_max")
     ds = load_dataset(cfg)
@@ -257,6 +155,10 @@ def run_reg_path(cfg: RegPathConfig) -> dict[str, object]:
             proj.append(col["proj_cos"])
     return {
         "lambdas": lams,
+        "L": np.array(path["L"]).reshape(len(lams), *S.shape),
+        "L_mm": L_mm,
+        "S_tilde": St,
+        "L_in": L_in,
         "excess": path["excess"],
         "nuclear": path["nuclear"],
         "opt_residual": path["opt_residual"],
@@ -293,11 +195,17 @@ class ProxyConfig:
     data_seed: int = 0  # seed of the two datasets
 
 
+#: certified relative duality gap of L^mm in the proxy figure: far below the smallest gap
+#: ||S~||_* / ||L^mm||_* - 1 it tells from zero (1e-8)
+PROXY_TOL = 1e-10
+
 _PROXY_NUMBERS = ("gap", "dist", "max_off", "rank_mm", "rank_proxy", "n_groups")
 
 
-def _proxy_numbers(S: NDArray[np.bool_]) -> dict[str, float | int]:
-    sol = solve_nuclear_svm(S, tol=1e-10)
+def _proxy_numbers(
+    S: NDArray[np.bool_], sol: NuclearSVMResult | None = None
+) -> dict[str, float | int]:
+    sol = solve_nuclear_svm(S, tol=PROXY_TOL) if sol is None else sol
     St = centered_support(S)
     nuc_px = nuclear_norm(St)
     cert = polar_certificate(S)
@@ -343,22 +251,31 @@ class ProxyDatasetsConfig:
     data_seed: int = 0  # seed of the two datasets
 
 
-@cached
 def proxy_datasets(cfg: ProxyDatasetsConfig) -> dict[str, object]:
-    """The proxy numbers of the two datasets and the certificates of the synthetic set."""
+    r"""The proxy numbers of the two datasets (``<number>_<dataset>``), their supports
+    ``S_<dataset>``, max-margin logits ``L_mm_<dataset>`` and proxies ``S_tilde_<dataset>``,
+    and the certificates of the synthetic set: ``G`` (optimal) and ``G0`` (polar factor of
+    :math:`\tilde S`) (cached)."""
+    return _proxy_datasets(cfg)
+
+
+@cached
+def _proxy_datasets(cfg: ProxyDatasetsConfig) -> dict[str, object]:
     res: dict[str, object] = {}
     for name in DATASETS:
         ds = load_dataset(DataConfig(name, cfg.data_seed))
-        res.update({f"{n}_{name}": val for n, val in _proxy_numbers(ds.S).items()})
+        sol = solve_nuclear_svm(ds.S, tol=PROXY_TOL)
+        res.update({f"{n}_{name}": val for n, val in _proxy_numbers(ds.S, sol).items()})
         res[f"mean_k_{name}"] = float(ds.support_sizes.mean())
-    ds = load_dataset(DataConfig("synthetic", cfg.data_seed))
-    sol = solve_nuclear_svm(ds.S, tol=1e-10)
-    St = centered_support(ds.S)
-    U, s, Vt = np.linalg.svd(St, full_matrices=False)
-    r = int(np.sum(s > 1e-9 * s[0]))
-    res["G"] = sol.G
-    res["G0"] = U[:, :r] @ Vt[:r]
-    res["S_synthetic"] = ds.S.astype(np.float64)
+        res[f"S_{name}"] = ds.S.astype(np.float64)
+        res[f"L_mm_{name}"] = sol.L
+        res[f"S_tilde_{name}"] = centered_support(ds.S)
+        if name == "synthetic":
+            St = res["S_tilde_synthetic"]
+            U, s, Vt = np.linalg.svd(St, full_matrices=False)
+            r = int(np.sum(s > 1e-9 * s[0]))
+            res["G"] = sol.G
+            res["G0"] = U[:, :r] @ Vt[:r]
     return res
 
 
@@ -426,7 +343,7 @@ class DatasetStatsConfig:
     max_repeat: int = 4  # multiplicities uniform in {1..max_repeat}
 
 
-def _both_datasets(cfg: DatasetStatsConfig) -> dict[str, ContextDataset]:
+def dataset_sets(cfg: DatasetStatsConfig) -> dict[str, ContextDataset]:
     """The synthetic set and the real-text set of the dataset figure."""
     return {
         "synthetic": synthetic_dataset(cfg.data_seed, max_repeat=cfg.max_repeat),
@@ -439,7 +356,7 @@ def _both_datasets(cfg: DatasetStatsConfig) -> dict[str, ContextDataset]:
 @cached
 def run_dataset_stats(cfg: DatasetStatsConfig) -> dict[str, object]:
     """m, V, n, T, entropy, support groups, support sizes and group sizes of both sets."""
-    sets = _both_datasets(cfg)
+    sets = dataset_sets(cfg)
     res: dict[str, object] = {}
     for name, ds in sets.items():
         st = ds.stats()
@@ -460,32 +377,4 @@ def run_dataset_stats(cfg: DatasetStatsConfig) -> dict[str, object]:
         res[f"S_{name}"] = ds.S.astype(np.float64)
         res[f"name_{name}"] = ds.name
         res[f"description_{name}"] = ds.description
-    return res
-
-
-@cached
-def dataset_facts(cfg: DatasetStatsConfig) -> dict[str, object]:
-    r"""Consistency of the soft labels of both datasets [geo, Sec. 3.1] (book: ``geo-eq-ce``).
-
-    Per dataset ``<name>``: ``colsum_err_<name>`` (largest :math:`|\mathbf 1^\top\hat p_j-1|`),
-    ``pi_err_<name>`` (:math:`|\mathbf 1^\top\hat\pi-1|`), ``entropy_err_<name>`` (the
-    entropy as the average of :math:`-\log\hat p(z_i|x_i)` over the ``n`` training pairs
-    against :math:`-\sum_j\hat\pi_j\sum_z\hat p_{j,z}\log\hat p_{j,z}`),
-    ``same_pairs_<name>`` (pairs of contexts with identical supports), ``k_min_<name>`` and
-    ``k_max_<name>`` (support sizes), ``largest_group_<name>``.
-    """
-    stats = run_dataset_stats(cfg)
-    sets = _both_datasets(cfg)
-    res: dict[str, object] = {}
-    for name, ds in sets.items():
-        P, pi = ds.P, ds.pi
-        j, z = ds.samples()
-        per_sample = float(-np.mean(np.log(P[z, j])))
-        res[f"colsum_err_{name}"] = float(np.abs(P.sum(axis=0) - 1.0).max())
-        res[f"pi_err_{name}"] = abs(float(pi.sum()) - 1.0)
-        res[f"entropy_err_{name}"] = abs(per_sample - entropy(P, pi))
-        res[f"same_pairs_{name}"] = len(same_support_pairs(ds.S))
-        res[f"k_min_{name}"] = int(ds.support_sizes.min())
-        res[f"k_max_{name}"] = int(ds.support_sizes.max())
-        res[f"largest_group_{name}"] = int(np.max(stats[f"group_sizes_{name}"]))
     return res

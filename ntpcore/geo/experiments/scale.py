@@ -233,12 +233,13 @@ def _rung(cfg: ScaleConfig, m: int) -> tuple[_SvmKey, ContextDataset]:
 
 
 def svm_point(cfg: ScaleConfig, m: int) -> dict[str, Any]:
-    r""":math:`L^{mm}` of the ``m``-context set against :math:`\tilde S` (cached)."""
-    return _svm_point(*_rung(cfg, m))
+    r""":math:`L^{mm}` of the ``m``-context set against :math:`\tilde S` (cached), with the
+    solver's dual certificate ``G``, which the figure's checks verify."""
+    return _svm_solution(*_rung(cfg, m))
 
 
 @cached
-def _svm_point(key: _SvmKey, ds: ContextDataset) -> dict[str, Any]:
+def _svm_solution(key: _SvmKey, ds: ContextDataset) -> dict[str, Any]:
     S = ds.S
     sol = solve_nuclear_svm_scale(S, tol=key.svm_tol)
     St = centered_support(S)
@@ -246,6 +247,7 @@ def _svm_point(key: _SvmKey, ds: ContextDataset) -> dict[str, Any]:
     sv_px = np.linalg.svd(St, compute_uv=False)
     return {
         "L_mm": sol.L,
+        "G": sol.G,
         "sv_mm": sv_mm,
         "sv_proxy": sv_px,
         "nuc_mm": float(sv_mm.sum()),
@@ -276,12 +278,12 @@ def ufm_point(cfg: ScaleConfig, m: int) -> dict[str, Any]:
 def _rung_points(cfg: ScaleConfig, m: int) -> dict[str, dict[str, Any]]:
     """``{"svm": ..., "ufm": ...}`` of one ``m``, on one load of its set."""
     key, ds = _rung(cfg, m)
-    return {"svm": _svm_point(key, ds), "ufm": _ufm_point(_UfmKey(key, cfg.protocol), ds)}
+    return {"svm": _svm_solution(key, ds), "ufm": _ufm_point(_UfmKey(key, cfg.protocol), ds)}
 
 
 @cached
 def _ufm_point(key: _UfmKey, ds: ContextDataset) -> dict[str, Any]:
-    svm = _svm_point(key.svm, ds)
+    svm = _svm_solution(key.svm, ds)
     L_mm = np.asarray(svm["L_mm"])
     W_mm, H_mm = mm_embeddings(L_mm)
     S = ds.S

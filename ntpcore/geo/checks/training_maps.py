@@ -234,7 +234,7 @@ def check_evolution(ledger: claims.Ledger, cfg: EvolutionConfig) -> None:
         max(dist),
         claims.at_most(TOLERANCES[run.trainer.model].logits),
         source=PROTOCOL,
-        digits=0 if run.trainer.model == "ufm" else 2,
+        digits=0,
         note=f"reference: {REIMPL}",
     )
     _, cH_mm, _ = mm_cosines(np.asarray(L_mm, np.float64))

@@ -18,7 +18,7 @@ from ntpcore.geo.checks import convex, training, training_maps, training_panels
 from ntpcore.geo.checks import training_reference as tr
 from ntpcore.geo.embeddings import cosine_matrix, mm_embeddings
 from ntpcore.geo.experiments import training as ex
-from ntpcore.geo.experiments.datasets import DataConfig, data_fingerprint, load_dataset
+from ntpcore.geo.experiments.datasets import DataConfig, load_dataset
 
 TINY = gt.AdamWProtocol(n_steps=30, lr=2e-3, lr_milestones=(20,), n_records=6, dim=24)
 DATA = DataConfig("synthetic")
@@ -31,12 +31,6 @@ def cache(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _reference(run: ex.RunConfig, epochs) -> dict:
-    ds = load_dataset(run.data)
-    key = tr.ReferenceKey(run, data_fingerprint(ds), tuple(int(e) for e in epochs))
-    return tr.reference_training(key, ds)
-
-
 def _deviations(res: dict, ref: dict, raw, L_mm) -> dict[str, float]:
     r = tr.curve_values(ref["W"][-1], ref["H"][-1], ref["b"][-1], raw, L_mm)
     ours = tr.curve_values(res["W_final"], res["H_final"], res["b_final"], raw, L_mm)
@@ -47,8 +41,9 @@ def _deviations(res: dict, ref: dict, raw, L_mm) -> dict[str, float]:
 def test_the_reference_redoes_the_run_and_tells_another_learning_rate_apart(cache, model):
     run = ex.RunConfig(DATA, gt.TrainerConfig(TINY, model))
     res = ex.train_run(run)
-    ref = _reference(run, res["epoch"])
-    assert ref["epoch"].tolist() == res["epoch"].tolist()
+    k, ref = tr.reference_at(run)
+    assert k == TINY.n_steps
+    assert ref["epoch"].tolist() == [e for e in res["epoch"].tolist() if e <= k]
     raw = convex.raw_supports(load_dataset(DATA))
     L_mm = ex.convex_solution(DATA)["L_mm"]
     tol = tr.TOLERANCES[model]
@@ -121,6 +116,14 @@ def test_the_run_checks_fail_on_a_run_that_is_not_the_protocol(cache, monkeypatc
     ledger = _ledger()
     training.check_runs(ledger, cfg)
     assert _status(ledger)["ufm-run"] == "fail"
+    # a run cut short (half its epochs): no record at the configured end, and other weights
+    half = ex.RunConfig(DATA, gt.TrainerConfig(dataclasses.replace(TINY, n_steps=15), "ufm"))
+    monkeypatch.setattr(training, "train_run", lambda run: true(half))
+    ledger = _ledger()
+    training.check_runs(ledger, cfg)
+    training.check_curves(ledger, cfg, {"ufm": {**true(half), **ex.run_metrics(half)}})
+    status = _status(ledger)
+    assert status["ufm-run"] == status["ufm-ce"] == status["ufm-norms"] == "fail"
     # a curve recorded one sample late: the curve checks fail
     late = {"ufm": {**curves["ufm"]}}
     for q in ("ce_minus_H", "pf_dist", "sc_H"):
@@ -181,3 +184,17 @@ def test_the_panels_of_the_curves_catch_a_late_line_and_a_log_axis(cache):
         with pytest.raises(FigureDataError):
             check(bad, want)
     plt.close("all")
+
+
+def test_the_table_measures_agree_with_the_package(cache):
+    run = ex.RunConfig(DATA, gt.TrainerConfig(TINY, "ufm"))
+    res, met = ex.train_run(run), ex.run_metrics(run)
+    raw = convex.raw_supports(load_dataset(DATA))
+    v = tr.curve_values(
+        res["W"][-1], res["H"][-1], res["b"][-1], raw, ex.convex_solution(DATA)["L_mm"]
+    )
+    for q in ("od_H", "od_W", "sc_W_centered", "dir_Lmm", "dir_Lmm_centered", "dir_S_tilde"):
+        assert v[q] == pytest.approx(float(met[q][-1]), abs=1e-9), q
+    assert v["L_norm"] == pytest.approx(float(res["L_norm"][-1]), rel=1e-6)
+    k, ref = tr.reference_at(run)
+    assert int(ref["n_params"]) == int(res["n_params"])

@@ -41,10 +41,11 @@ import torch.nn.functional as F
 from numpy.typing import NDArray
 
 from ntpcore.core.cache import cached
-from ntpcore.geo.checks.convex import RawSupports
+from ntpcore.geo.checks.convex import RawSupports, finite_part_of, proxy_of
 from ntpcore.geo.data import ContextDataset
 from ntpcore.geo.experiments.datasets import data_fingerprint, load_dataset
 from ntpcore.geo.experiments.training import RunConfig
+from ntpcore.geo.train.protocol import record_epochs
 
 __all__ = [
     "NETWORK_REFERENCE_EPOCHS",
@@ -52,6 +53,7 @@ __all__ = [
     "TOLERANCES",
     "Tolerance",
     "logits_of",
+    "record_index",
     "reference_at",
     "relative_distance",
     "collapse_cosines",
@@ -80,7 +82,8 @@ class ReferenceKey:
 
 def reference_training(key: ReferenceKey, ds: ContextDataset) -> dict[str, Any]:
     """The run ``key.run`` redone independently up to ``max(key.epochs)``: ``epoch`` (E,),
-    snapshots ``W`` (E, V, d), ``H`` (E, d, m), ``b`` (E, V), float64 (cached)."""
+    snapshots ``W`` (E, V, d), ``H`` (E, d, m), ``b`` (E, V), float64, and ``n_params``, the
+    number of trained parameters (cached)."""
     return _reference_training(key, ds)
 
 
@@ -119,7 +122,8 @@ def _reference_training(key: ReferenceKey, ds: ContextDataset) -> dict[str, Any]
         loss.backward()
         opt.step()
         sched.step()
-    return {"epoch": np.array(sorted(wanted), dtype=np.int64)} | {
+    n_params = sum(int(t.numel()) for t in params.values())
+    return {"epoch": np.array(sorted(wanted), dtype=np.int64), "n_params": n_params} | {
         k: np.stack(v) for k, v in out.items()
     }
 
@@ -160,17 +164,22 @@ TOLERANCES = {
 }
 
 
-def reference_at(run: RunConfig, res: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """The epoch where ``res`` (a :func:`~ntpcore.geo.experiments.training.train_run`) is
-    checked -- its last record epoch for the UFM, else the last one up to
-    :data:`NETWORK_REFERENCE_EPOCHS` -- and the reference run up to it."""
-    epochs = np.asarray(res["epoch"])
-    limit = int(epochs[-1])
-    if run.trainer.model != "ufm":
-        limit = min(limit, NETWORK_REFERENCE_EPOCHS)
-    kept = tuple(int(e) for e in epochs if e <= limit)
+def reference_at(run: RunConfig) -> tuple[int, dict[str, Any]]:
+    """The epoch where a run of ``run`` is checked -- the configured end for the UFM, else
+    the last configured record epoch up to :data:`NETWORK_REFERENCE_EPOCHS` -- and the
+    reference run up to it, recorded at the configured record epochs (from the
+    configuration, not from the run, so that a run cut short has no record there)."""
+    p = run.trainer.protocol
+    limit = p.n_steps if run.trainer.model == "ufm" else min(p.n_steps, NETWORK_REFERENCE_EPOCHS)
+    kept = tuple(int(e) for e in record_epochs(p.n_steps, p.n_records) if e <= limit)
     ds = load_dataset(run.data)
     return kept[-1], reference_training(ReferenceKey(run, data_fingerprint(ds), kept), ds)
+
+
+def record_index(res: dict[str, Any], epoch: int) -> int | None:
+    """The index of ``epoch`` among a run's records (``None`` when it has none there)."""
+    hit = np.flatnonzero(np.asarray(res["epoch"]) == epoch)
+    return int(hit[0]) if hit.size else None
 
 
 def logits_of(W: NDArray, H: NDArray, b: NDArray) -> NDArray[np.float64]:
@@ -343,6 +352,19 @@ def collapse_cosines(
     return mean_cos(H), mean_cos(B.T @ H)
 
 
+def _pearson_offdiag(X: NDArray[np.float64], Y: NDArray[np.float64]) -> float:
+    """Pearson correlation of the off-diagonal entries of two square matrices."""
+    keep = ~np.eye(len(X), dtype=bool)
+    x, y = X[keep] - X[keep].mean(), Y[keep] - Y[keep].mean()
+    return float(np.dot(x, y) / math.sqrt(float(np.dot(x, x)) * float(np.dot(y, y))))
+
+
+def _direction(A: NDArray[np.float64], B: NDArray[np.float64]) -> float:
+    """Distance of the directions of two matrices, ``||A/||A|| - B/||B||||_F``."""
+    d = A / math.sqrt(float((A * A).sum())) - B / math.sqrt(float((B * B).sum()))
+    return math.sqrt(float((d * d).sum()))
+
+
 def curve_values(
     W: NDArray[np.float64],
     H: NDArray[np.float64],
@@ -350,11 +372,16 @@ def curve_values(
     raw: RawSupports,
     L_mm: NDArray[np.float64],
 ) -> dict[str, float]:
-    r"""The plotted measures of one snapshot, from the raw supports and counts: ``ce_minus_H``
-    (the pairs' mean :math:`\log\hat p(z|j)-\log\mathbb S_z(\ell_j)`), ``W_norm``,
-    ``H_norm``, ``pf_dist`` (:math:`\|P_F(L)-L^{\mathrm{in}}\|_F`, each column centred on
-    its support against the centred log-counts), ``sc_H``, ``sc_W`` (structural correlation
-    with the cosines predicted by ``L_mm``), ``collapse_raw``, ``collapse_proj``."""
+    r"""The measures of one snapshot, from the raw supports and counts.  Plotted:
+    ``ce_minus_H`` (the pairs' mean :math:`\log\hat p(z|j)-\log\mathbb S_z(\ell_j)`),
+    ``W_norm``, ``H_norm``, ``pf_dist`` (:math:`\|P_F(L)-L^{\mathrm{in}}\|_F`, each column
+    centred on its support against the centred log-counts), ``sc_H``, ``sc_W`` (structural
+    correlation with the cosines predicted by ``L_mm``); claimed: ``collapse_raw``,
+    ``collapse_proj``; in the book's tables: ``L_norm``, ``od_H``, ``od_W`` (off-diagonal
+    Pearson correlations), ``sc_W_centered`` (the mean word embedding removed), ``dir_Lmm``
+    (direction of :math:`L-L^{\mathrm{in}}` to :math:`L^{\mathrm{mm}}`), ``dir_Lmm_centered``
+    and ``dir_S_tilde`` (with the columns of ``L`` centred; to :math:`L^{\mathrm{mm}}`, to
+    :math:`\tilde S`)."""
     W, H, b = (np.asarray(a, np.float64) for a in (W, H, b))
     L = W @ H + b[:, None]  # (V, m)
     shift = L.max(axis=0)
@@ -368,13 +395,22 @@ def curve_values(
         pf2 += float(np.dot(dev, dev))
     cW_mm, cH_mm, r = mm_cosines(L_mm)
     raw_cos, proj_cos = collapse_cosines(W, H, raw.pairs, r) if raw.pairs else (np.nan, np.nan)
+    cos_H, cos_W = cosines(H.T), cosines(W)
+    L_in, Lc = finite_part_of(raw), L - L.mean(axis=0)
     return {
         "ce_minus_H": ce / float(raw.counts.sum()),
         "W_norm": float(np.sqrt((W * W).sum())),
         "H_norm": float(np.sqrt((H * H).sum())),
         "pf_dist": math.sqrt(pf2),
-        "sc_H": structural_corr(cosines(H.T), cH_mm),
-        "sc_W": structural_corr(cosines(W), cW_mm),
+        "sc_H": structural_corr(cos_H, cH_mm),
+        "sc_W": structural_corr(cos_W, cW_mm),
         "collapse_raw": raw_cos,
         "collapse_proj": proj_cos,
+        "L_norm": float(np.sqrt((L * L).sum())),
+        "od_H": _pearson_offdiag(cos_H, cH_mm) if len(cos_H) >= 3 else np.nan,
+        "od_W": _pearson_offdiag(cos_W, cW_mm),
+        "sc_W_centered": structural_corr(cosines(W - W.mean(axis=0)), cW_mm),
+        "dir_Lmm": _direction(L - L_in, L_mm),
+        "dir_Lmm_centered": _direction(Lc - L_in, L_mm),
+        "dir_S_tilde": _direction(Lc - L_in, proxy_of(raw)),
     }

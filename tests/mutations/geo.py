@@ -380,4 +380,72 @@ MUTATIONS = [
         _axes.Axes.set_title = _mutated
         """,
     ),
+    Mutation(
+        "geo-curve-late-sample",
+        "plot",
+        "geo",
+        "the transformer's curves of panels (a) and (c) of the training curves drawn one "
+        "sample late (each value at the next record epoch)",
+        ("geo-training-curves-synthetic",),
+        """
+        import numpy as _np
+        import matplotlib.axes as _axes
+
+        _orig = _axes.Axes.loglog
+
+
+        def _mutated(self, x, y, *args, **kwargs):
+            if kwargs.get("label") == "Transformer":
+                _applied()
+                y = _np.asarray(y, dtype=float)
+                y = _np.concatenate([y[:1], y[:-1]])
+            return _orig(self, x, y, *args, **kwargs)
+
+
+        _axes.Axes.loglog = _mutated
+        """,
+    ),
+    Mutation(
+        "geo-curve-log-axis",
+        "plot",
+        "geo",
+        "panel (d) of the training curves (the structural correlation, a linear quantity) "
+        "drawn on a log y axis",
+        ("geo-training-curves-synthetic",),
+        """
+        import matplotlib.axes as _axes
+
+
+        def _mutated(self, *args, **kwargs):
+            _applied()
+            return self.loglog(*args, **kwargs)
+
+
+        _axes.Axes.semilogx = _mutated
+        """,
+    ),
+    Mutation(
+        "geo-grid-colour-limits-dropped",
+        "plot",
+        "geo",
+        "the images of the geometry grid drawn without their colour limits (each panel "
+        "scaled on its own, the cosine maps no longer on [-1, 1])",
+        ("geo-geometry-grid-synthetic",),
+        """
+        import matplotlib.axes as _axes
+
+        _orig = _axes.Axes.imshow
+
+
+        def _mutated(self, X, *args, **kwargs):
+            if "vmin" in kwargs or "vmax" in kwargs:
+                _applied()
+                kwargs.pop("vmin", None)
+                kwargs.pop("vmax", None)
+            return _orig(self, X, *args, **kwargs)
+
+
+        _axes.Axes.imshow = _mutated
+        """,
+    ),
 ]

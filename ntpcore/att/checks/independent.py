@@ -267,7 +267,8 @@ def finite_component(E, tokens, labels, G: Graphs) -> tuple[NDArray[np.float64],
     r""":math:`W^{\mathrm{fin}}` and :math:`L_\star = L_\mathrm{fin}(W^{\mathrm{fin}})`: the
     minimiser on :math:`S_\mathrm{fin}` (:func:`fin_basis`) of the reduced log-loss of the
     cyclic samples (query: the original last token; divided by the full ``n``), by Newton's
-    method in coordinates, gradient and Hessian by torch autograd, to a gradient of 1e-13."""
+    method in coordinates, gradient and Hessian by torch autograd, to rounding level (a
+    gradient below 1e-9 at least)."""
     E = np.asarray(E, dtype=float)
     d = E.shape[1]
     B = fin_basis(E, G)
@@ -284,15 +285,17 @@ def finite_component(E, tokens, labels, G: Graphs) -> tuple[NDArray[np.float64],
     for _ in range(100):
         a_req = a.clone().requires_grad_(True)
         g = torch.autograd.grad(f(a_req), a_req)[0]
-        if float(g.norm()) <= 1e-13:
-            break
         H = torch.autograd.functional.hessian(f, a)
         step = torch.linalg.solve(H, -g)
+        if float(g.norm()) <= 1e-13 or -float(g @ step) <= 1e-26:  # at rounding level
+            break
         t, f0 = 1.0, float(f(a))
-        while float(f(a + t * step)) > f0 + 1e-4 * t * float(g @ step) and t > 1e-12:
+        while float(f(a + t * step)) > f0 + 1e-4 * t * float(g @ step) and t > 1e-10:
             t *= 0.5
+        if t <= 1e-10:  # no decrease left in floating point
+            break
         a = a + t * step
-    else:
+    if not float(g.norm()) <= 1e-9:
         raise SolverError(f"independent W^fin: Newton stopped at |grad| = {float(g.norm()):.1e}")
     return (a.numpy() @ B).reshape(d, d), float(f(a))
 

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ntpcore.att import plots
+from ntpcore.att.plots import (
+    AUTOMATON,
+    CORR_FULL,
+    CORR_SVM,
+    FIN_ERR,
+    MODEL,
+    NORM_DIFF,
+    PROJ_CORR,
+    TIE_SET,
+    band_label,
+)
 from ntpcore.figure.sourcedata import Panels
 
 __all__ = [
@@ -55,7 +65,7 @@ def curve(want: Panels, p: int, x, Y, label: str, mode: str = "std") -> Panels:
     """Declare the curve ``label`` over the trials ``Y`` and its band on panel ``p``."""
     mid, lower, upper = spread(Y, mode)
     want.line(p, label, x, mid)
-    want.band(p, plots.band_label(label, mode), x, lower, upper)
+    want.band(p, band_label(label, mode), x, lower, upper)
     return want
 
 
@@ -64,7 +74,7 @@ def acyclic(res: dict) -> Panels:
     largest attention."""
     x = np.asarray(res["steps"])
     want = Panels()
-    curve(want.axes(0), 0, x, res["corr_svm"], plots.CORR_SVM)
+    curve(want.axes(0), 0, x, res["corr_svm"], CORR_SVM)
     curve(want.axes(1, yscale="log"), 1, x, 1 - np.asarray(res["corr_svm"]), ONE_MINUS_CORR, "log")
     curve(want.axes(2), 2, x, res["attn_best"], LARGEST_ATTENTION)
     return want
@@ -75,11 +85,11 @@ def cyclic(res: dict) -> Panels:
     differences (median and quartiles), (d) the attention on the best SCC."""
     x = np.asarray(res["steps"])
     want = Panels()
-    curve(want.axes(0), 0, x, res["corr_svm"], plots.CORR_SVM)
-    curve(want, 0, x, res["corr_full"], plots.CORR_FULL)
-    curve(want.axes(1), 1, x, res["proj_corr"], plots.PROJ_CORR)
-    curve(want.axes(2), 2, x, res["norm_diff"], plots.NORM_DIFF, "quantiles")
-    curve(want, 2, x, res["fin_err"], plots.FIN_ERR, "quantiles")
+    curve(want.axes(0), 0, x, res["corr_svm"], CORR_SVM)
+    curve(want, 0, x, res["corr_full"], CORR_FULL)
+    curve(want.axes(1), 1, x, res["proj_corr"], PROJ_CORR)
+    curve(want.axes(2), 2, x, res["norm_diff"], NORM_DIFF, "quantiles")
+    curve(want, 2, x, res["fin_err"], FIN_ERR, "quantiles")
     curve(want.axes(3), 3, x, res["attn_best"], BEST_SCC)
     return want
 
@@ -92,10 +102,8 @@ def plain_gd(res: dict, lr: float) -> Panels:
     pos = steps > 0
     x = steps[pos]
     want = Panels()
-    curve(want.axes(0, xscale="log"), 0, x, res["corr_svm"][:, pos], plots.CORR_SVM)
-    curve(
-        want.axes(1, xscale="log", yscale="log"), 1, x, res["fin_err"][:, pos], plots.FIN_ERR, "log"
-    )
+    curve(want.axes(0, xscale="log"), 0, x, res["corr_svm"][:, pos], CORR_SVM)
+    curve(want.axes(1, xscale="log", yscale="log"), 1, x, res["fin_err"][:, pos], FIN_ERR, "log")
     curve(want.axes(2, xscale="log"), 2, x, res["W_norm"][:, pos], W_NORM)
     gap = np.maximum(np.asarray(res["loss_gap"])[:, pos], 1e-16)
     curve(want.axes(3, xscale="log", yscale="log"), 3, x, gap, LOSS_GAP, "log")
@@ -161,7 +169,7 @@ def scc_statistics(res: dict) -> Panels:
     return want
 
 
-AUTOMATON, TRAINED = "automaton (exact)", "trained model"
+EXACT, TRAINED = "automaton (exact)", "trained model"
 
 
 def conceptual(res: dict) -> Panels:
@@ -173,7 +181,7 @@ def conceptual(res: dict) -> Panels:
     want = Panels()
     for p in range(4):
         want.axes(p)
-    want.axes(4).bars(4, AUTOMATON, _centres(x - 0.2, 0.4), res["composition"])
+    want.axes(4).bars(4, EXACT, _centres(x - 0.2, 0.4), res["composition"])
     want.bars(4, TRAINED, _centres(x + 0.2, 0.4), np.asarray(res["models"]).mean(0))
     M = np.asarray(res["undecided_models"])
     width = 0.8 / (M.shape[0] + 1)
@@ -208,10 +216,8 @@ def playground(decided: dict, undecided: dict) -> Panels:
         x = np.arange(len(state["composition"]))
         p = 3 * row
         want.axes(p)
-        auto = (
-            "automaton" if state["status"] == "decided" else r"tie set, $W^{\mathrm{fin}}$ weights"
-        )
+        auto = AUTOMATON if state["status"] == "decided" else TIE_SET
         want.axes(p + 1).bars(p + 1, auto, _centres(x - 0.2, 0.4), state["composition"])
-        want.bars(p + 1, plots.MODEL, _centres(x + 0.2, 0.4), state["model"])
+        want.bars(p + 1, MODEL, _centres(x + 0.2, 0.4), state["model"])
         want.axes(p + 2).image(p + 2, S_svm if row == 0 else S_W, clim=(-vmax, vmax), cmap="RdBu_r")
     return want

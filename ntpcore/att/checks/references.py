@@ -249,16 +249,21 @@ PATH_TOL = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "tol_
 
 
 def path_solve(E, tokens, labels, radii) -> np.ndarray:
-    """The regularization path ``W_R`` (n_radii, d, d) by cvxpy + Clarabel in the full
-    :math:`d \\times d` coordinates (the room solves in a basis of :math:`S`), the log-loss at
-    token level: ``log_sum_exp(z + log m) - z_y - log m_y`` over the distinct tokens of each
-    sequence, :math:`\\|W\\|_F \\le R`."""
+    r"""The regularization path ``W_R`` (n_radii, d, d) by cvxpy + Clarabel, in coordinates of
+    the independent basis of the edge span :math:`S`
+    (:func:`~ntpcore.att.checks.independent.edge_basis`; outside :math:`S` the loss is flat,
+    so the minimiser lies in it), the
+    log-loss at token level: ``log_sum_exp(z + log m) - z_y - log m_y`` over the distinct
+    tokens of each sequence, with the scores ``z_j = e_j^T W e_k`` written from ``W`` itself,
+    and :math:`\|W\|_F \le R`."""
     import cvxpy as cp
 
     E = np.asarray(E, dtype=float)
     tok, lab = np.asarray(tokens), np.asarray(labels)
     d = E.shape[1]
-    W = cp.Variable((d, d))
+    B = ind.edge_basis(E, ind.graphs(tok, lab, E.shape[0]))  # (r, d*d)
+    c = cp.Variable(B.shape[0])
+    W = cp.reshape(B.T @ c, (d, d), order="C")
     R = cp.Parameter(nonneg=True)
     terms = []
     for seq, y in zip(tok, lab, strict=True):
@@ -266,14 +271,14 @@ def path_solve(E, tokens, labels, radii) -> np.ndarray:
         z = E[toks] @ W @ E[seq[-1]]  # the score of each distinct token
         iy = int(np.flatnonzero(toks == y)[0])
         terms.append(cp.log_sum_exp(z + np.log(counts)) - z[iy] - np.log(counts[iy]))
-    prob = cp.Problem(cp.Minimize(cp.sum(cp.hstack(terms)) / len(lab)), [cp.norm(W, "fro") <= R])
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.hstack(terms)) / len(lab)), [cp.norm(c, 2) <= R])
     out = []
     for r in radii:
         R.value = float(r)
         prob.solve(solver=cp.CLARABEL, **PATH_TOL)
         if prob.status != "optimal":
             raise SolverError(f"independent regularization path: {prob.status!r} at R = {r}")
-        out.append(np.asarray(W.value))
+        out.append((np.asarray(c.value) @ B).reshape(d, d))
     return np.array(out)
 
 

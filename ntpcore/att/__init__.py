@@ -35,7 +35,8 @@ normalized GD, batched), :mod:`~ntpcore.att.automaton` (hard retrieval + soft co
 :mod:`~ntpcore.att.data` (generators, exact toys); ``cos`` is :func:`ntpcore.core.metrics.cos`,
 the papers' "correlation". Public submodules not re-exported: :mod:`~ntpcore.att.experiments`
 (cached experiments behind the figures), :mod:`~ntpcore.att.plots` and the torch model
-:class:`ntpcore.att.oracle.OneLayerAttention` (imported on demand: torch is heavy).
+:class:`ntpcore.att.oracle.OneLayerAttention` (imported on demand: torch is heavy), and
+:mod:`~ntpcore.att.checks`, the checks of the paper's statements that the figures record.
 """
 
 from __future__ import annotations
@@ -96,9 +97,7 @@ from ntpcore.att.svm import (
     solve_max_margin,
 )
 from ntpcore.att.verify import (
-    finite_part_claims,
     finite_report,
-    graph_svm_claims,
     graph_svm_report,
     scc_report,
     theory_report,
@@ -149,9 +148,7 @@ __all__ = [
     "token_priority_graphs",
     "toy_dataset",
     "total_variation",
-    "finite_part_claims",
     "finite_report",
-    "graph_svm_claims",
     "graph_svm_report",
     "scc_report",
     "theory_report",

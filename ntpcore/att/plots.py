@@ -13,7 +13,18 @@ from matplotlib.axes import Axes
 from ntpcore.figure.plotting import COLORS
 
 __all__ = [
+    "AUTOMATON",
+    "CORR_FULL",
+    "CORR_SVM",
+    "FIN_ERR",
+    "MODEL",
+    "NORM_DIFF",
+    "PROJ_CORR",
+    "TIE_SET",
     "band",
+    "band_label",
+    "legend",
+    "signed_image",
     "draw_automaton",
     "draw_condensation",
     "draw_tpg",
@@ -40,13 +51,34 @@ def fmt_exact(x: float, *, signed: bool = False, max_den: int = 12) -> str:
     return f"{x:+.3g}" if signed else f"{x:.3g}"
 
 
+#: The labels of the curves the figures draw (the figures and their checks,
+#: :mod:`ntpcore.att.checks.panels`, name each series by them).
+CORR_SVM = r"corr$(W(\tau), W^{\mathrm{svm}})$"
+CORR_FULL = r"corr$(W(\tau), W^{\mathrm{fin}} + R\,W^{\mathrm{svm}})$"
+PROJ_CORR = r"corr$(W^{\mathrm{svm}}, W(\tau) - \Pi_{S_{\mathrm{fin}}} W(\tau))$"
+NORM_DIFF = r"$\|\Pi_{S_{\mathrm{fin}}} W(\tau) - W_{\mathrm{fin}}(\tau)\|$ (paper)"
+FIN_ERR = r"$\|\Pi_{S_{\mathrm{fin}}} W(\tau) - W^{\mathrm{fin}}\|$ (exact limit)"
+SPREAD = {"std": "±1 std", "quantiles": "25–75%", "log": "×/÷ geometric std"}
+#: the automaton panel's bars: the automaton (decided, or the tie set weighted by W^fin) and
+#: the trained model
+AUTOMATON = "automaton"
+TIE_SET = r"tie set, $W^{\mathrm{fin}}$ weights"
+MODEL = r"model $f_W(X)$"
+
+
+def band_label(label: str, mode: str = "std") -> str:
+    """The label of the band drawn around the curve ``label`` (``mode``: ``"std"``,
+    ``"quantiles"`` or ``"log"``, see :func:`band`)."""
+    return f"{label}: {SPREAD[mode]}"
+
+
 def band(
     ax: Axes,
     x,
     Y,
     *,
     color,
-    label=None,
+    label: str,
     ls="-",
     alpha=0.18,
     log: bool = False,
@@ -57,7 +89,9 @@ def band(
     ``log=True`` (for log-scaled axes): geometric mean with a ×/÷ geometric-std band, which
     stays positive; non-positive values are clipped at 1e-300.  ``quantiles=True``: the median
     with the band between the 25% and 75% quantiles of the trials, which stays inside the range
-    of the data (for nonnegative quantities such as norms, where mean - std can go below 0)."""
+    of the data (for nonnegative quantities such as norms, where mean - std can go below 0).
+    The curve is labelled ``label``, the band :func:`band_label` (a legend drawn by
+    :func:`legend` lists the curves only)."""
     Y = np.asarray(Y, float)
     if quantiles:
         lo, mid, hi = np.quantile(Y, [0.25, 0.5, 0.75], axis=0)
@@ -68,8 +102,21 @@ def band(
     else:
         mid, s = Y.mean(axis=0), Y.std(axis=0)
         lo, hi = mid - s, mid + s
+    mode = "quantiles" if quantiles else "log" if log else "std"
     ax.plot(x, mid, color=color, label=label, ls=ls)
-    ax.fill_between(x, lo, hi, color=color, alpha=alpha, lw=0)
+    ax.fill_between(x, lo, hi, color=color, alpha=alpha, lw=0, label=band_label(label, mode))
+
+
+def legend(ax: Axes, **kwargs):
+    """The legend of a panel's curves (its lines), not of their bands."""
+    handles = [h for h in ax.get_lines() if not h.get_label().startswith("_")]
+    return ax.legend(handles=handles, **kwargs)
+
+
+def signed_image(ax: Axes, M, *, vmax: float, cmap: str = "RdBu_r"):
+    """A signed matrix ``M`` as an image on a diverging colour map centred at 0, with the
+    symmetric colour limits ``(-vmax, vmax)`` (shared by the panels that are compared)."""
+    return ax.imshow(np.asarray(M, float), cmap=cmap, vmin=-vmax, vmax=vmax)
 
 
 def scc_colors(scc: np.ndarray, touched: np.ndarray) -> dict[int, str]:
@@ -254,9 +301,9 @@ def draw_automaton(ax_graph: Axes, ax_bar: Axes, state: dict, *, title: bool = T
         ax_graph.set_title(f"$G^{{({k})}}$; test X = ({seq}): retrieved = outlined", fontsize=8)
     x = np.arange(K)
     status = state["status"]
-    auto_label = "automaton" if status == "decided" else r"tie set, $W^{fin}$ weights"
+    auto_label = AUTOMATON if status == "decided" else TIE_SET
     ax_bar.bar(x - 0.2, state["composition"], 0.4, color=COLORS[0], label=auto_label)
-    ax_bar.bar(x + 0.2, state["model"], 0.4, color=COLORS[1], label=r"model $f_W(X)$")
+    ax_bar.bar(x + 0.2, state["model"], 0.4, color=COLORS[1], label=MODEL)
     ax_bar.set_xticks(x)
     ax_bar.set_xlabel("token")
     ax_bar.set_ylabel("next-token probability")
@@ -264,10 +311,11 @@ def draw_automaton(ax_graph: Axes, ax_bar: Axes, state: dict, *, title: bool = T
     ax_bar.legend(loc="upper right")
     if status != "decided":
         ax_bar.text(
-            0.02,
-            0.97,
+            0.98,
+            0.70,
             "theory undecided:\nfinite remainders decide",
             va="top",
+            ha="right",
             transform=ax_bar.transAxes,
             fontsize=7,
             color="#B00000",

@@ -1,6 +1,8 @@
-r"""The paper's definitions checked at a computed solution (key ``att``).
+r"""The paper's definitions checked at a computed solution (key ``att``), for the tests.
 
-Three reports, each an independent check of what the solvers of the room return:
+Three reports, each a check of what the solvers of the room return (they share the room's
+TPG builder; the figures' checks use the independent builds of
+:mod:`ntpcore.att.checks.independent`):
 
 SCC decomposition (book ``att-def-scc``)
     :math:`i \asymp_k j` iff each reaches the other in :math:`G^{(k)}`; the SCCs partition the
@@ -44,12 +46,9 @@ from ntpcore.att.priority import (
 )
 from ntpcore.att.svm import graph_svm_constraints, graph_svm_cvxpy
 from ntpcore.core.validate import as_float_array, check_number
-from ntpcore.figure import claims
 
 __all__ = [
-    "finite_part_claims",
     "finite_report",
-    "graph_svm_claims",
     "graph_svm_report",
     "scc_report",
     "theory_report",
@@ -184,81 +183,3 @@ def theory_report(E, tokens, labels, W_svm, W_fin, *, reference: bool = True) ->
     rep = finite_report(E, tokens, labels, W_fin, reference=reference)
     out.update({f"fin_{k}": v for k, v in rep.items()})
     return out
-
-
-# ----------------------------------------------------------------------------- claims
-# The claims the definitions and the finite-component results make, checked once here for
-# every notebook that illustrates them.  ``th`` holds the per-trial arrays of
-# :func:`theory_report` (as ``ntpcore.att.experiments.global_theory`` returns them).
-def graph_svm_claims(ledger, th: dict) -> None:
-    """The TPG/SCC structure and the Graph-SVM (its equalities, margins, cvxpy agreement)."""
-    defs = "[att, TPG and SCC definitions]"
-    svm = "[att, Graph-SVM definition]"
-    ledger.check(
-        "scc-partition",
-        r"the SCCs of every TPG $G^{(k)}$ are its mutual-reachability classes",
-        bool(th["scc_partition_ok"].all()),
-        claims.holds(),
-        source=defs,
-    )
-    ledger.check(
-        "scc-levels-dag",
-        "the SCCs form a DAG whose priority levels strictly decrease along every edge between SCCs",
-        bool(th["scc_levels_ok"].all() and th["scc_dag_ok"].all()),
-        claims.holds(),
-        source=defs,
-    )
-    ledger.check(
-        "svm-equalities",
-        r"$(e_i - e_j)^\top W^{svm} e_k = 0$ on every edge inside an SCC (largest violation)",
-        float(th["svm_eq_violation"].max()),
-        claims.at_most(1e-9),
-        source=svm,
-        digits=0,
-    )
-    ledger.check(
-        "svm-margins",
-        r"$(e_i - e_j)^\top W^{svm} e_k \geq 1$ on every edge between SCCs (smallest margin)",
-        float(th["svm_min_margin"].min()),
-        claims.at_least(1 - 1e-9),
-        source=svm,
-        digits=6,
-    )
-    ledger.check(
-        "svm-cvxpy",
-        r"$W^{svm}$ equals the per-sample cvxpy formulation (relative difference)",
-        float(th["svm_cvxpy_rel_diff"].max()),
-        claims.at_most(1e-6),
-        source=svm,
-        digits=0,
-    )
-
-
-def finite_part_claims(ledger, th: dict) -> None:
-    """W^fin: stationary on S_fin, unique (strict convexity), equal to the cvxpy solution."""
-    fin = "[att, finite component W^fin]"
-    ledger.check(
-        "wfin-stationary",
-        r"$W^{fin}$ solves $\Pi_{S_{fin}} \nabla L_{fin}(W^{fin}) = 0$ (gradient norm)",
-        float(th["fin_grad_norm"].max()),
-        claims.at_most(1e-9),
-        source=fin,
-        digits=0,
-    )
-    ledger.check(
-        "wfin-unique",
-        r"$L_{fin}$ is strictly convex on $S_{fin}$ at $W^{fin}$ (smallest Hessian eigenvalue "
-        r"$> 0$): the minimiser is unique",
-        float(th["fin_hess_min_eig"].min()),
-        claims.at_least(1e-6),
-        source="[att, App. Lemma 7]",
-    )
-    ledger.check(
-        "wfin-cvxpy",
-        r"$W^{fin}$ equals the token-level cvxpy solution ($\|\cdot\|_F$, exponential-cone "
-        r"solver accuracy)",
-        float(th["fin_cvxpy_diff"].max()),
-        claims.at_most(1e-4),
-        source=fin,
-        digits=0,
-    )

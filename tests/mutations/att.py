@@ -2,9 +2,9 @@
 
 Each entry wraps one function where the code under test looks it up: in the modules of
 ``ntpcore.att.experiments`` (imported first; ``_replace(..., where=...)``), so that the
-independent checks of :mod:`ntpcore.att.verify` still see the true objects, or a function of
-:mod:`ntpcore.att.plots`; see :mod:`tools.qa.mutations`.  Perturbations are
-deterministic (a seeded numpy generator).
+independent checks of :mod:`ntpcore.att.checks` (which share none of the room's builders)
+still see the true objects, or a function of :mod:`ntpcore.att.plots`; see
+:mod:`tools.qa.mutations`.  Perturbations are deterministic (a seeded numpy generator).
 """
 
 from __future__ import annotations
@@ -93,6 +93,19 @@ def _mutated(ax, x, Y, **kw):
 
 
 _replace(_plots, "band", _mutated)
+"""
+
+# The signed score matrices of the playground (the notebook imports the module at start-up).
+_IMAGE = """
+import ntpcore.att.plots as _plots
+
+
+def _mutated(ax, M, *, vmax, cmap="RdBu_r"):
+    _applied()
+    return ax.imshow(M, cmap=cmap)
+
+
+_replace(_plots, "signed_image", _mutated)
 """
 
 MUTATIONS = [
@@ -340,5 +353,30 @@ MUTATIONS = [
         "every band shows the first trial alone instead of the mean and spread over the trials",
         ("att-acyclic-small-lr",),
         _BAND.format(body="Y = _np.asarray(Y, float)[:1]"),
+    ),
+    Mutation(
+        "att-plot-line-shifted",
+        "plot",
+        "att",
+        "every curve and its band drawn one sample late (the value of step t at step t + 1)",
+        ("att-cyclic-convergence",),
+        _BAND.format(body="x = _np.asarray(x)[1:]; Y = _np.asarray(Y, float)[:, :-1]"),
+    ),
+    Mutation(
+        "att-plot-log-axis",
+        "plot",
+        "att",
+        "the correlation of the acyclic figure (a linear quantity in [0, 1]) drawn on a log y-axis",
+        ("att-acyclic-small-lr",),
+        _BAND.format(body='if kw.get("label") == _plots.CORR_SVM:\n        ax.set_yscale("log")'),
+    ),
+    Mutation(
+        "att-plot-clim-dropped",
+        "plot",
+        "att",
+        "the playground's two score matrices drawn without their shared symmetric colour "
+        "limits (each image scaled on its own)",
+        ("att-automaton-playground",),
+        _IMAGE,
     ),
 ]

@@ -325,7 +325,9 @@ def run_global(cfg: GlobalConfig) -> dict:
     ``attn_best`` = mean over samples of the largest attention mass on one SCC of G^(k_i);
     ``attn_label`` = mean attention mass on the label's SCC; ``loss`` and ``loss_gap`` = L - L*;
     ``W_norm``; ``perp_drift`` = ||Π_S⊥ W(τ) - Π_S⊥ W(0)||.
-    NGD records every step, GD ~200 log-spaced steps.
+    NGD records every step, GD ~200 log-spaced steps.  Per trial, for the checks: the data
+    ``E``, ``tokens``, ``labels``, the initialisation ``W0``, ``W_svm``, ``W_fin`` and the
+    reduced positions ``mask``.
 
     The trials are not a sweep of :func:`ntpcore.core.sweep.map_runs`: they are one
     batched numpy program (:func:`descend_global`, trials on a leading axis), in which each
@@ -341,6 +343,8 @@ def run_global(cfg: GlobalConfig) -> dict:
     return {
         "steps": res.steps,
         **meter.result(),
+        # the trials' data and the theory's objects, for the checks (ntpcore.att.checks)
+        **{k: _stack(trials, k) for k in ("E", "tokens", "labels", "W0", "W_svm", "W_fin", "mask")},
         "n_rejected": int(sum(t.n_rejected for t in trials)),
         "n_infeasible": int(sum(t.n_infeasible for t in trials)),
         "loop_seconds": float(t_loop),

@@ -72,7 +72,10 @@ def run_local(cfg: LocalConfig) -> dict:
     selected tokens in the local TPG; label = true label).  Arrays are ``(n_losses, n_trials,
     S)``;
     ``dim_S_fin_local`` ``(n_losses, n_trials)`` is the dimension of the local cyclic subspace
-    (0 when every sequence selects a single token: the local norm difference is then 0).
+    (0 when every sequence selects a single token: the local norm difference is then 0).  For
+    the checks: the trials' data ``E``, ``tokens``, ``labels``, ``W0``, the global ``W_svm``,
+    and per loss and trial ``W_svm_local``, the final iterate ``W_end`` and the ``selected``
+    and ``ambiguous`` tokens (n, K).
 
     The trials are not a sweep of :func:`ntpcore.core.sweep.map_runs`: each pass is one
     batched numpy program over every (loss, trial), in which a step of all runs costs about
@@ -117,6 +120,8 @@ def run_local(cfg: LocalConfig) -> dict:
         for k in ("corr_global", "corr_local", "norm_diff_global", "norm_diff_local")
     }
     label_selected = np.zeros((nL, B))
+    selected = np.zeros((nL, B, n, K), bool)
+    ambiguous = np.zeros((nL, B, n, K), bool)
     dim_local = np.zeros((nL, B), int)
     n_ambiguous = np.zeros((nL, B), int)
     n_local_infeasible = 0
@@ -129,6 +134,7 @@ def run_local(cfg: LocalConfig) -> dict:
             sel, amb = select_tokens(
                 data.tokens, s_end[b], K, c_thres=cfg.c_thres, e_thres=cfg.e_thres
             )
+            selected[a, b], ambiguous[a, b] = sel, amb
             label_selected[a, b] = np.mean(sel[np.arange(n), data.labels])
             n_ambiguous[a, b] = int(amb.any(axis=1).sum())
             g_loc = local_token_priority_graphs(data.tokens, sel, amb, K)
@@ -180,6 +186,16 @@ def run_local(cfg: LocalConfig) -> dict:
     return {
         "steps": steps,
         **res,
+        # the trials' data and the objects the run used, for the checks (ntpcore.att.checks)
+        "E": E,
+        "tokens": tok,
+        "labels": lab,
+        "W0": W0,
+        "W_svm": np.array([t[2] for t in trials]),
+        "W_svm_local": np.array([local[a][0] for a in range(nL)]),  # (n_losses, B, d, d)
+        "W_end": tr[-1].reshape(nL, B, d, d),  # the final iterates the selection reads
+        "selected": selected,  # (n_losses, B, n, K) the selected tokens
+        "ambiguous": ambiguous,  # (n_losses, B, n, K)
         "label_selected": label_selected,
         "dim_S_fin_local": dim_local,
         "n_ambiguous": n_ambiguous,

@@ -69,6 +69,7 @@ def automaton_state(
         "W_fin": auto.W_fin,
         "W": W_all[0],
         "W_all": W_all,
+        "W0_all": W0,  # the initialisations (for the checks: ntpcore.att.checks)
         "svm_scores": E @ auto.W_svm @ E[k],
         "fin_scores": E @ auto.W_fin @ E[k],
         "scc": st.scc,

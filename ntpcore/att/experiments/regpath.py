@@ -69,6 +69,13 @@ def reg_path_trial(trial: Trial) -> dict:
             project_onto_spans(WR[:, None], [B_fin])[:, 0] - W_fin, axis=(-2, -1)
         ),
         "W_norm": np.linalg.norm(WR, axis=(-2, -1)),
+        # the data and the objects of the path, for the checks (ntpcore.att.checks)
+        "E": data.E,
+        "tokens": data.tokens,
+        "labels": data.labels,
+        "W_R": WR,
+        "W_svm": W_svm,
+        "W_fin": W_fin,
         "n_rejected": int(data.n_rejected),
         "n_infeasible": int(ft.n_infeasible),
     }
@@ -81,7 +88,8 @@ def run_reg_path(
     scheduler: str | None = None,
     progress: bool = True,
 ) -> dict:
-    """cos(W_R, W^svm), ||Π_Sfin W_R - W^fin|| and ||W_R|| along R (cvxpy + Clarabel).
+    """cos(W_R, W^svm), ||Π_Sfin W_R - W^fin|| and ||W_R|| along R (cvxpy + Clarabel); per
+    trial also its data, the path ``W_R`` (n_radii, d, d), ``W_svm`` and ``W_fin``.
 
     The trials are independent runs (per-trial cached by :func:`reg_path_trial`; each path is
     a sequence of conic solves, not one batch): they go through
@@ -95,7 +103,11 @@ def run_reg_path(
     )
     return {
         "radii": np.asarray(cfg.radii, float),
-        **{k: np.stack([r[k] for r in results]) for k in ("corr_svm", "fin_err", "W_norm")},
+        **{
+            k: np.stack([r[k] for r in results])
+            for k in ("corr_svm", "fin_err", "W_norm", "E", "tokens", "labels", "W_R", "W_svm")
+            + ("W_fin",)
+        },
         "n_rejected": int(sum(r["n_rejected"] for r in results)),
         "n_infeasible": int(sum(r["n_infeasible"] for r in results)),
         "compute_seconds": float(time.perf_counter() - t0),

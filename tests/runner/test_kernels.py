@@ -47,8 +47,11 @@ print("marker:", marker)
 
 def _notebook(path, source, params="marker = 0"):
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     cell = nbformat.v4.new_code_cell(params)
     cell.metadata["tags"] = ["parameters"]
     nb.cells = [cell, nbformat.v4.new_code_cell(source)]
@@ -66,9 +69,15 @@ def _execute(src, dst, folder, km, marker):
     os.environ.update(env)
     try:
         papermill.execute_notebook(
-            str(src), str(dst), parameters={"marker": marker}, cwd=str(folder),
-            kernel_name="python3", progress_bar=False, log_output=False,
-            extra_arguments=staging.KERNEL_ARGS, **kwargs,
+            str(src),
+            str(dst),
+            parameters={"marker": marker},
+            cwd=str(folder),
+            kernel_name="python3",
+            progress_bar=False,
+            log_output=False,
+            extra_arguments=staging.KERNEL_ARGS,
+            **kwargs,
         )
     finally:
         if km is not None:

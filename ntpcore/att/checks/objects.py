@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ntpcore.att.checks import independent as ind
+import ntpcore.att.checks.independent as ind
 from ntpcore.figure import claims
 
 __all__ = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ntpcore.att.checks import independent as ind
+import ntpcore.att.checks.independent as ind
 from ntpcore.att.checks.retrace import descent
 from ntpcore.core.cache import cached
 from ntpcore.core.optim import log_steps

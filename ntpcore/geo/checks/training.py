@@ -234,7 +234,9 @@ def check_curves(
             rf"{lab}: the other measures of the book's tables ($\|L_k\|_F$, off-diagonal "
             r"correlations, centred $W$, directions to $L^{\mathrm{mm}}$) at epoch "
             f"{k}, and the number of parameters, are the reference run's (largest difference)",
-            max(d for d in diff if np.isfinite(d)) if same_size else float("nan"),
+            max((d for d in diff if np.isfinite(d)), default=float("nan"))
+            if same_size
+            else float("nan"),
             claims.at_most(tol.logits),
             source=PROTOCOL,
             digits=0,

@@ -10,6 +10,7 @@ import os
 import nbformat
 import papermill
 import pytest
+from nbutil import write_notebook
 
 from ntpcore.runner import kernels, staging
 
@@ -45,18 +46,8 @@ print("marker:", marker)
 """
 
 
-def _notebook(path, source, params="marker = 0"):
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    cell = nbformat.v4.new_code_cell(params)
-    cell.metadata["tags"] = ["parameters"]
-    nb.cells = [cell, nbformat.v4.new_code_cell(source)]
-    nbformat.write(nb, path)
-    return path
+def _notebook(path, source):
+    return write_notebook(path, "marker = 0", source)
 
 
 def _execute(src, dst, folder, km, marker):

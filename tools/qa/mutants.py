@@ -236,6 +236,9 @@ def coverage_map(
         )
         env = _env(tmp / "run" / fig, extra_path=tmp / "site")
         env["COVERAGE_PROCESS_START"] = str(rc)
+        # a kernel of its own per figure: a warm kernel is shut down by a kill, and a killed
+        # process never writes its coverage data
+        env["NTP_WARM_KERNEL"] = "0"
         subprocess.run(
             [sys.executable, "-m", "ntpcore.reproduce", "--only", fig, "--profile", "quick"],
             cwd=paths.ROOT,
@@ -257,6 +260,15 @@ def coverage_map(
                 for line in data.lines(f) or []:
                     lines.setdefault(rel, {}).setdefault(line, set()).add(fig)
     shutil.rmtree(tmp, ignore_errors=True)
+    seen = {fig for d in lines.values() for figs in d.values() for fig in figs}
+    missing = sorted(set(figures) - seen)
+    if missing:  # a figure that measured nothing: its run failed, or wrote no coverage data
+        raise RuntimeError(
+            f"coverage measured no line of ntpcore for {len(missing)} of {len(figures)} figures "
+            f"({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}): run them with "
+            "`python -m ntpcore.reproduce --only <id> --profile quick` to see whether they fail; "
+            "nothing was kept"
+        )
     out = {f: {ln: sorted(figs) for ln, figs in d.items()} for f, d in lines.items()}
     WORK.mkdir(parents=True, exist_ok=True)
     write_text_atomic(

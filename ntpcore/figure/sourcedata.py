@@ -32,7 +32,16 @@ from matplotlib.image import AxesImage
 
 from ntpcore.errors import NTPError
 
-__all__ = ["FigureDataError", "Panels", "check", "check_series", "data_axes", "extract"]
+__all__ = [
+    "FigureDataError",
+    "Panels",
+    "bar_centres",
+    "bar_heights",
+    "check",
+    "check_series",
+    "data_axes",
+    "extract",
+]
 
 #: arrays larger than this are summarised (shape, min, max) instead of written out
 MAX_VALUES = 200_000
@@ -74,6 +83,27 @@ def _bars(bc: BarContainer) -> tuple[np.ndarray, np.ndarray]:
     x = np.array([r.get_x() + r.get_width() / 2 for r in bc.patches], dtype=float)
     h = np.array([r.get_height() for r in bc.patches], dtype=float)
     return x, h
+
+
+def bar_centres(x, width: float = 0.8) -> np.ndarray:
+    """The centres matplotlib records for bars ``ax.bar(x, ..., width)`` (centred): it
+    converts the width against the first bar (``(x_0 + width) - x_0``), draws each bar from
+    ``x - width/2`` and is read back as that plus ``width/2`` -- the exact values a
+    :meth:`Panels.bars` declaration must give."""
+    x = np.asarray(x, dtype=float)
+    w = (x.flat[0] + width) - x.flat[0] if x.size else float(width)
+    return (x - w / 2) + w / 2
+
+
+def bar_heights(height, bottom=None) -> np.ndarray:
+    """The heights matplotlib records for bars ``ax.bar(..., height, bottom=bottom)``: each is
+    converted against the first bar's bottom (``(b_0 + h) - b_0``), which rounds the heights
+    of stacked bars."""
+    h = np.asarray(height, dtype=float)
+    if bottom is None:
+        return h
+    b0 = float(np.asarray(bottom, dtype=float).flat[0])
+    return (b0 + h) - b0
 
 
 def _drawn(ax) -> dict[tuple[str, str | None], list[dict[str, np.ndarray]]]:

@@ -4,7 +4,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from ntpcore.figure.sourcedata import FigureDataError, Panels, check, extract
+from ntpcore.figure.sourcedata import (
+    FigureDataError,
+    Panels,
+    bar_centres,
+    bar_heights,
+    check,
+    extract,
+)
 
 K = np.arange(1.0, 11.0)
 LOSS = 1.0 / K
@@ -72,3 +79,23 @@ def test_every_panel_and_every_declared_series_must_be_there():
     with pytest.raises(FigureDataError, match="0 line\\(s\\) 'Adam' drawn"):
         check(_figure(), want)
     plt.close("all")
+
+
+def test_offset_and_stacked_bars_are_declared_as_matplotlib_records_them():
+    """Bars off the integers (``z - 0.18``, width 0.36) and stacked bars: matplotlib rounds
+    their centres and heights; :func:`bar_centres` and :func:`bar_heights` give the same
+    values, where the plain ones differ in the last bits."""
+    x, w = np.arange(1, 5) - 0.18, 0.36
+    lower, upper = np.array([0.1, 0.2, 0.3, 0.4]), np.array([1 / 3, 2 / 3, 0.7, 0.11])
+    fig, ax = plt.subplots()
+    ax.bar(x, lower, w, label="lower")
+    ax.bar(x, upper, w, bottom=lower, label="upper")
+    want = Panels()
+    want.axes(0).bars(0, "lower", bar_centres(x, w), bar_heights(lower))
+    want.bars(0, "upper", bar_centres(x, w), bar_heights(upper, lower))
+    assert check(fig, want) == 2
+    naive = Panels()
+    naive.axes(0).bars(0, "lower", x, lower).bars(0, "upper", x, upper)
+    with pytest.raises(FigureDataError, match="x is not the declared one"):
+        check(fig, naive)
+    plt.close(fig)

@@ -3,11 +3,27 @@ harness of the sabotage tests (one per paper) of the claims ledger, and the dask
 sweep tests compare the serial runs with."""
 
 import json
+import os
 
 import matplotlib
 import pytest
 
 matplotlib.use("Agg")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tests_cache(tmp_path_factory):
+    """The tests' computation cache: a folder of this test session, shared by its xdist
+    workers, never the checkout's ``results/cache/`` (which ``make test``'s quick run then
+    starts empty, as its run record says) -- unless ``NTP_CACHE_DIR`` names one already."""
+    if "NTP_CACHE_DIR" in os.environ:
+        yield
+        return
+    os.environ["NTP_CACHE_DIR"] = str(tmp_path_factory.getbasetemp().parent / "ntp-cache")
+    try:
+        yield
+    finally:
+        os.environ.pop("NTP_CACHE_DIR", None)
 
 
 @pytest.fixture

@@ -330,6 +330,7 @@ def test_installed_the_runner_says_it_needs_a_checkout(installed, monkeypatch):
 
 def test_in_a_checkout_a_run_by_hand_still_goes_to_the_explore_folder(tmp_path, monkeypatch):
     monkeypatch.delenv("NTP_FIGURE_DIR", raising=False)
+    monkeypatch.delenv("NTP_CACHE_DIR", raising=False)
     monkeypatch.setattr(paths, "RESULTS_DIR", tmp_path / "results")
     monkeypatch.chdir(tmp_path)
     assert paths.explore_dir("lin-x") == tmp_path / "results" / "explore" / "lin-x"

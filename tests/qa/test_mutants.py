@@ -68,3 +68,25 @@ def test_a_failure_is_attributed_to_a_claim_a_panel_or_an_error(tmp_path):
     )
     how, by = mutants._why(tmp_path, "lin-y", "x\n  lin-y: cell 3 raised ValueError: bad\n")
     assert how == "crash" and "raised ValueError" in by
+
+
+def test_a_run_that_prints_other_words_than_its_goldens_is_a_kill(tmp_path):
+    # a figure's executed copy that prints its golden outputs passes; one word changed in a
+    # checked cell (a mutant that survives every claim but changes what the page says) fails
+    import nbformat
+
+    from tools.qa import golden
+
+    fig = "att-reg-path"
+    nb = nbformat.read(paths.ROOT / "notebooks" / "att_reg_path.ipynb", as_version=4)
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    (tmp_path / "figures").mkdir()
+    good = golden.inject(nb, golden.read_golden(fig), fig)
+    nbformat.write(good, executed / f"{fig}.ipynb")
+    assert mutants._golden_difference(tmp_path) is None
+    shown = next(c for c in good.cells if c.get("outputs")).outputs[0]
+    shown.data["text/plain"] = shown.data["text/plain"].replace("hold", "HOLD", 1)
+    nbformat.write(good, executed / f"{fig}.ipynb")
+    how, by = mutants._golden_difference(tmp_path)
+    assert how == "golden" and "HOLD" in by

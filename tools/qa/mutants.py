@@ -19,11 +19,13 @@ run, each against the figures that execute the changed line:
    ``ntpcore/`` with its compiled extensions) gets the mutated file; the figures that
    execute the line run through the runner in the quick profile from an empty cache (a
    cached result would hide the mutant), two at a time, fastest first, stopping at the
-   first failure.  The mutant is **killed** when a figure fails: a claim no longer holds, a
-   panel no longer shows what it declares (:class:`ntpcore.figure.sourcedata.Panels`), or the
-   code raises (reported apart, as *crashed*); a figure that runs past ``--timeout`` times
-   its own quick time (and at least a minute) counts as killed by *timeout*.  Otherwise it
-   **survived**.
+   first failure.  The mutant is **killed** when a figure fails its test in ``make test``:
+   a claim no longer holds, a panel no longer shows what it declares
+   (:class:`ntpcore.figure.sourcedata.Panels`), a number or word its checked cells print
+   leaves its golden copy's tolerance, or its image moves beyond the baseline's tolerance
+   (``tools.qa.golden``, ``tools.qa.images``), or the code raises (reported apart, as
+   *crashed*); a figure that runs past ``--timeout`` times its own quick time (and at
+   least a minute) counts as killed by *timeout*.  Otherwise it **survived**.
 4. **Read.**  Every survivor is printed with its diff.  A survivor whose change cannot be
    observed is listed in ``tests/mutants/equivalent.yaml`` with the reason (matched on the
    file, the function and the changed text, so a changed line makes it a survivor again);
@@ -345,6 +347,23 @@ def _why(failed: Path, fig: str, output: str) -> tuple[str, str]:
     return "crash", f"{fig}: {(said or ['(no message)'])[0][:200]}"
 
 
+def _golden_difference(root: Path) -> tuple[str, str] | None:
+    """The rest of a figure's test in ``make test``: the numbers and words its checked cells
+    print against ``tests/golden/`` (within their measured tolerances) and its image against
+    the baseline.  ``("golden" | "image", the first difference)``, or ``None`` when both
+    hold (for the figures the run made)."""
+    from tools.qa import golden, images
+
+    for comparison in golden.check(root / "executed"):
+        if comparison.differences:
+            return "golden", comparison.differences[0].describe()[:200]
+    made = {p.stem for p in (root / "figures").glob("*.png")}
+    for result in images.check(root / "figures", write_diffs=False):
+        if result.fig_id in made and not result.ok:
+            return "image", result.describe()[:200]
+    return None
+
+
 def run_mutant(mutant: Mutant, figures: list[str], tree: Path, times: dict[str, float]) -> Outcome:
     out = Outcome(
         mutant.id,
@@ -396,6 +415,12 @@ def run_mutant(mutant: Mutant, figures: list[str], tree: Path, times: dict[str, 
                 fig = failed_figs[0] if failed_figs else batch[0]
                 out.status = "killed"
                 out.how, out.by = _why(root / "failed", fig, proc.stdout + proc.stderr)
+                shutil.rmtree(root, ignore_errors=True)
+                break
+            golden = _golden_difference(root)
+            if golden is not None:
+                out.status = "killed"
+                out.how, out.by = golden
                 shutil.rmtree(root, ignore_errors=True)
                 break
             shutil.rmtree(root, ignore_errors=True)
@@ -514,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
         "score": score,
         "by_how": {
             h: sum(r["how"] == h for r in outcomes if r["status"] == "killed")
-            for h in ("claim", "panel", "crash", "timeout")
+            for h in ("claim", "panel", "golden", "image", "crash", "timeout")
         },
         "seconds": round(time.perf_counter() - t_start, 1),
         "outcomes": outcomes,

@@ -63,8 +63,8 @@ class HandExampleConfig:
 
     p_high: float = 2.0 / 3.0  # p: context 1 is followed by word 1 with p, word 2 with 1 - p
     log10_lam_max: float = -1.0  # largest lambda of the path, 10**log10_lam_max
-    log10_lam_min: float = -9.0  # smallest lambda
-    n_lambdas: int = 18  # log-spaced lambdas of the path
+    log10_lam_min: float = -8.0  # smallest lambda (1e-9 is at rounding level, see the notebook)
+    n_lambdas: int = 15  # log-spaced lambdas of the path
     init_seed: int = 0  # seed of the small random start of the path's first solve
 
 

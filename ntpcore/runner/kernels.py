@@ -36,7 +36,12 @@ from typing import Any
 
 __all__ = ["PREPARE", "discard", "enabled", "kernel_for", "release_clients"]
 
-#: Run once, when the kernel starts: what "a new kernel" looks like after pyplot is imported.
+#: Run once, when the kernel starts, in two executions: pyplot imported and one figure made
+#: and closed, then what "a new kernel" looks like after that.  pyplot sets up IPython's
+#: inline backend when the first figure is made, and that turns interactive mode on
+#: (``rcParams["interactive"]``): captured before, every later notebook ran in
+#: non-interactive mode, which lays some figures out a pixel differently from a new kernel.
+IMPORT = "import matplotlib.pyplot as _p\n_p.close(_p.figure())\ndel _p"
 FIRST = """
 import os as _o, sys as _s, types as _t, warnings as _w
 import matplotlib as _m, matplotlib.pyplot as _p
@@ -148,6 +153,7 @@ def kernel_for(env: dict[str, str], cwd: str, args: list[str], per_figure: tuple
         km = _manager()
         km.start_kernel(cwd=cwd, extra_arguments=list(args))
         try:
+            _run(km, IMPORT)
             _run(km, FIRST)
         except BaseException:
             km.shutdown_kernel(now=True)

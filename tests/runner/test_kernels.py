@@ -37,6 +37,9 @@ print("names:", sorted(k for k in globals() if not k.startswith("_") and k not i
       {"In", "Out", "exit", "quit", "get_ipython", "open", "os", "warnings", "plt", "marker"}))
 print("linewidth:", plt.rcParams["lines.linewidth"])
 print("open figures:", plt.get_fignums())
+fig = plt.figure()
+print("interactive with a figure:", plt.isinteractive())
+plt.close(fig)
 with warnings.catch_warnings(record=True) as seen:
     warnings.warn("shown once per kernel", UserWarning)
 print("warnings shown:", len(seen))

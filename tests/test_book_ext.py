@@ -222,3 +222,44 @@ def test_a_steps_table_refuses_a_row_it_cannot_fill():
         ntpclaims.steps_text("att-x", _run(4000), options, ["ref | = | 1 | 2"])
     with pytest.raises(ValueError, match="no metric"):
         ntpclaims.steps_text("att-x", _run(4000), options, ["m | other_t{} | .2f | corr_final .2f"])
+
+
+def test_the_mutants_score_names_why_each_survivor_survives():
+    def outcome(status, equivalent=None, read=None):
+        return {
+            "status": status,
+            "file": "ntpcore/x.py",
+            "line": 1,
+            "function": "f",
+            "before": "a - b",
+            "after": "a + b",
+            "equivalent": equivalent,
+            "read": read,
+        }
+
+    report = {
+        "commit": "0" * 40,
+        "dirty": False,
+        "sampled": 4,
+        "equivalent": 1,
+        "killed": 1,
+        "score": 0.5,
+        "seed": 0,
+        "covered": 10,
+        "population": 20,
+        "date": "2026-11-28",
+        "seconds": 60,
+        "survived_unexplained": 1,
+        "by_how": {"claim": 1},
+        "outcomes": [
+            outcome("killed"),
+            outcome("survived", equivalent="never read"),
+            outcome("survived", read="a printed summary"),
+            outcome("survived"),
+        ],
+    }
+    text = ntpclaims.mutants_text(report)
+    assert "1/3 killed" in text
+    assert "equivalent: never read" in text
+    assert "counted as a survivor: a printed summary" in text
+    assert "**unexplained**" in text

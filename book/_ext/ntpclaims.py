@@ -578,6 +578,16 @@ class NTPMutations(SphinxDirective):
 MUTANTS_JSON = paths.RESULTS_DIR / "mutants" / "report.json"
 
 
+def _survivor_reason(o: dict) -> str:
+    """Why a mutant survives: equivalent (with the reason), read and left (a run could show
+    it: the reason it is left), or unexplained."""
+    if o.get("equivalent"):
+        return f"equivalent: {o['equivalent']}"
+    if o.get("read"):
+        return f"counted as a survivor: {o['read']}"
+    return "**unexplained**"
+
+
 def mutants_text(data: dict) -> str:
     """The score line and the survivors of a ``make mutants`` run (pure)."""
     commit = (data.get("commit") or "unknown")[:10]
@@ -618,7 +628,7 @@ def mutants_text(data: dict) -> str:
             lines += [
                 f"* - `{o['file']}:{o['line']}` ({o['function'] or 'module level'})",
                 f"  - `{before}` → `{after}`",
-                f"  - {o['equivalent'] or '**unexplained**'}",
+                f"  - {_survivor_reason(o)}",
             ]
         lines.append(":::")
     return "\n".join(lines)

@@ -431,14 +431,16 @@ def run_mutant(mutant: Mutant, figures: list[str], tree: Path, times: dict[str, 
 
 
 # ----------------------------------------------------------------------------- reading
-def load_equivalent(path: Path = EQUIVALENT) -> dict[tuple[str, str, str, str], str]:
-    """(file, function, before, after) -> why, from ``tests/mutants/equivalent.yaml``."""
+def load_equivalent(path: Path = EQUIVALENT) -> dict[tuple[str, str, str, str], tuple[str, bool]]:
+    """(file, function, before, after) -> (why, equivalent), from
+    ``tests/mutants/equivalent.yaml``: an entry with ``equivalent: false`` is a survivor that
+    was read and that a run could show, with the reason it is left (it stays in the score)."""
     if not path.exists():
         return {}
     out = {}
     for entry in yaml.safe_load(path.read_text()) or []:
         key = (entry["file"], entry["function"], entry["before"].strip(), entry["after"].strip())
-        out[key] = entry["why"].strip()
+        out[key] = (entry["why"].strip(), bool(entry.get("equivalent", True)))
     return out
 
 
@@ -514,13 +516,20 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     for rec in outcomes:
-        why = equivalent.get(
-            (rec["file"], rec["function"], rec["before"].strip(), rec["after"].strip())
+        why, equiv_ = equivalent.get(
+            (rec["file"], rec["function"], rec["before"].strip(), rec["after"].strip()),
+            (None, True),
         )
-        rec["equivalent"] = why if rec["status"] == "survived" else None
+        survived = rec["status"] == "survived"
+        rec["equivalent"] = why if survived and equiv_ else None
+        rec["read"] = why if survived and not equiv_ else None
     killed = sum(r["status"] == "killed" for r in outcomes)
     equiv = sum(r["equivalent"] is not None for r in outcomes)
-    unexplained = [r for r in outcomes if r["status"] == "survived" and r["equivalent"] is None]
+    unexplained = [
+        r
+        for r in outcomes
+        if r["status"] == "survived" and r["equivalent"] is None and r["read"] is None
+    ]
     scored = len(outcomes) - equiv
     score = killed / scored if scored else float("nan")
     git = provenance.git_state()

@@ -153,7 +153,8 @@ def report_html(text: str) -> str | None:
     state = " open" if fail else ""
     mark = "&#10008;" if fail else "&#10004;"
     return (
-        f'<details class="ntp-checks{" ntp-checks-fail" if fail else ""}"{state}>'
+        # mathjax_process: the book's MathJax typesets only inside the classes MyST names
+        f'<details class="ntp-checks mathjax_process{" ntp-checks-fail" if fail else ""}"{state}>'
         f'<summary>{mark} {title} <span class="ntp-show">(show)</span></summary>'
         f'<ul class="ntp-checks-list">{"".join(items)}</ul></details>'
     )

@@ -404,6 +404,9 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
             document.documentElement.dataset.ntpMath === "marked",
           null, { timeout: 20000 },
         ).catch(() => found.push("the formulas were never measured (ntp.js did not run)"));
+        // what the page folds (a figure's checks, a solution) is checked as a reader who
+        // opens it sees it
+        await page.evaluate(() => document.querySelectorAll("details").forEach((d) => { d.open = true; }));
         // two frames: the theme's scripts (sidebar scroll, ...) have run
         await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
         const info = await page.evaluate(inspectPage, { narrow: vp.narrow });

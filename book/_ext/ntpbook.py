@@ -1532,6 +1532,9 @@ def _latex_macros(app, config) -> None:
 
 
 def setup(app):
+    # MathJax on every page: Sphinx adds it only where the page's own text has maths, and the
+    # checks report of an executed page (a notebook output) has maths of its own
+    app.set_html_assets_policy("always")
     app.connect("config-inited", _latex_macros)
     app.connect("html-page-context", _dedupe_scripts, priority=1000)  # after the others
     app.connect("doctree-read", _add_launch_links)

@@ -71,6 +71,24 @@ def _mutated(P, pi, lambdas, **kwargs):
 _replace(_geo, "regularization_path", _mutated)
 """
 
+#: images drawn without their colour limits (each scaled on its own)
+DROP_CLIM = """
+import matplotlib.axes as _axes
+
+_orig = _axes.Axes.imshow
+
+
+def _mutated(self, X, *args, **kwargs):
+    if "vmin" in kwargs or "vmax" in kwargs:
+        _applied()
+        kwargs.pop("vmin", None)
+        kwargs.pop("vmax", None)
+    return _orig(self, X, *args, **kwargs)
+
+
+_axes.Axes.imshow = _mutated
+"""
+
 MUTATIONS = [
     Mutation(
         "geo-control",
@@ -337,22 +355,7 @@ MUTATIONS = [
         "the images of the support figure drawn without their colour limits (each scaled on "
         "its own: L^mm no longer centred on zero)",
         ("geo-support-lmm",),
-        """
-        import matplotlib.axes as _axes
-
-        _orig = _axes.Axes.imshow
-
-
-        def _mutated(self, X, *args, **kwargs):
-            if "vmin" in kwargs or "vmax" in kwargs:
-                _applied()
-                kwargs.pop("vmin", None)
-                kwargs.pop("vmax", None)
-            return _orig(self, X, *args, **kwargs)
-
-
-        _axes.Axes.imshow = _mutated
-        """,
+        DROP_CLIM,
     ),
     Mutation(
         "geo-trained-panel-swapped",
@@ -431,21 +434,6 @@ MUTATIONS = [
         "the images of the geometry grid drawn without their colour limits (each panel "
         "scaled on its own, the cosine maps no longer on [-1, 1])",
         ("geo-geometry-grid-synthetic",),
-        """
-        import matplotlib.axes as _axes
-
-        _orig = _axes.Axes.imshow
-
-
-        def _mutated(self, X, *args, **kwargs):
-            if "vmin" in kwargs or "vmax" in kwargs:
-                _applied()
-                kwargs.pop("vmin", None)
-                kwargs.pop("vmax", None)
-            return _orig(self, X, *args, **kwargs)
-
-
-        _axes.Axes.imshow = _mutated
-        """,
+        DROP_CLIM,
     ),
 ]

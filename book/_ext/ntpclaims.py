@@ -607,6 +607,8 @@ def mutants_text(data: dict) -> str:
         f"caused: {how.get('crash', 0)}; by a time limit: {how.get('timeout', 0)}. "
         f"{data['equivalent']} survivors change nothing a run can show (equivalent, each with "
         f"its reason in `tests/mutants/equivalent.yaml`) and are left out of the score; "
+        f"{sum(1 for o in data['outcomes'] if o.get('read'))} survive that a run could show "
+        f"(read, counted in the score, each with the reason it is left); "
         f"{data['survived_unexplained']} survive unexplained.",
     ]
     survivors = [o for o in data["outcomes"] if o["status"] == "survived"]

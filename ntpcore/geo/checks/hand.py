@@ -118,7 +118,8 @@ def check_lmm(
     G = np.asarray(G0_hand, dtype=np.float64)
     ledger.check(
         "lmm-closed-form",
-        r"$L^{mm}$ by hand ($=\tilde S$) equals the specialised solver's (largest difference)",
+        r"$L^{\mathrm{mm}}$ by hand ($=\tilde S$) equals the specialised solver's "
+        r"(largest difference)",
         np.abs(L_mm - L_hand).max(),
         claims.at_most(SOLVER_TOL),
         source=SVM,
@@ -127,7 +128,7 @@ def check_lmm(
     L_cvx = nuclear_svm_cvxpy(S, solver="CLARABEL").L
     ledger.check(
         "lmm-cvxpy",
-        r"$L^{mm}$ by hand equals cvxpy's with Clarabel (largest difference)",
+        r"$L^{\mathrm{mm}}$ by hand equals cvxpy's with Clarabel (largest difference)",
         np.abs(L_cvx - L_hand).max(),
         claims.at_most(CVXPY_TOL),
         source=SVM,
@@ -135,7 +136,7 @@ def check_lmm(
     )
     ledger.check(
         "nuclear-norm",
-        r"$\|L^{mm}\|_* = \sqrt 2$ (the solver's value)",
+        r"$\|L^{\mathrm{mm}}\|_* = \sqrt 2$ (the solver's value)",
         np.linalg.svd(L_mm, compute_uv=False).sum(),
         claims.close_to(np.sqrt(2.0), atol=SOLVER_TOL),
         source=SVM,
@@ -195,7 +196,7 @@ def check_closed_forms(
     W_hand, H_hand = np.asarray(W_mm_hand, np.float64), np.asarray(H_mm_hand, np.float64)
     ledger.check(
         "lin-closed-form",
-        r"$L^{in}$ by hand equals the package's (largest difference)",
+        r"$L^{\mathrm{in}}$ by hand equals the package's (largest difference)",
         np.abs(L_in - L_in_hand).max(),
         claims.at_most(EXACT_TOL),
         source=LIN,
@@ -204,7 +205,8 @@ def check_closed_forms(
     sign = 1.0 if float(np.sum(H * H_hand)) >= 0 else -1.0  # a factorisation's common sign
     ledger.check(
         "factors-closed-form",
-        r"balanced factors by hand: $W^{mm} = 2^{1/4}\hat u$, $H^{mm} = 2^{1/4}\hat v^\top$ "
+        r"balanced factors by hand: $W^{\mathrm{mm}} = 2^{1/4}\hat u$, "
+        r"$H^{\mathrm{mm}} = 2^{1/4}\hat v^\top$ "
         r"(largest difference, up to a common sign)",
         max(np.abs(sign * W - W_hand).max(), np.abs(sign * H - H_hand).max()),
         claims.at_most(SOLVER_TOL),
@@ -355,7 +357,7 @@ def check_path_limits(
     centred = np.where(S, last - (last * S).sum(axis=0) / k, 0.0)  # P_F: centre on the support
     ledger.check(
         "finite-part",
-        r"$\|P_F(L_\lambda) - L^{in}\|_F$ at the smallest $\lambda$ "
+        r"$\|P_F(L_\lambda) - L^{\mathrm{in}}\|_F$ at the smallest $\lambda$ "
         r"(at most $10\lambda + 10^{-8}$)",
         np.sqrt(np.sum((centred - np.asarray(L_in_hand)) ** 2)),
         claims.at_most(_rate_tol(lam)),
@@ -369,7 +371,8 @@ def check_path_limits(
     direction = np.sqrt(np.einsum("kzj,kzj->k", D, D))
     ledger.check(
         "direction-decreasing",
-        r"$\|L_\lambda/\|L_\lambda\| - L^{mm}/\|L^{mm}\|\|$ decreases along the path",
+        r"$\|L_\lambda/\|L_\lambda\| - L^{\mathrm{mm}}/\|L^{\mathrm{mm}}\|\|$ decreases "
+        r"along the path",
         bool(np.all(np.diff(direction) < 0)),
         claims.holds(),
         source=PATH,

@@ -9,9 +9,10 @@ kernel has (:data:`PREPARE`):
 
 * a new user namespace (``%reset -f``: no name of the previous notebook is left), and the
   execution counter back at 1;
-* matplotlib's settings as they were right after the kernel's first import of pyplot, and
-  no figure open; the warnings filters as they were then, and every module's registry of
-  warnings already shown cleared (a warning is shown again, as in a new kernel);
+* matplotlib's settings as they were right after the kernel's first pyplot figure (see
+  :data:`IMPORT`), and no figure open; the warnings filters as they were then, and every
+  module's registry of warnings already shown cleared (a warning is shown again, as in a
+  new kernel);
 * the environment the kernel started with (a variable a notebook set is gone), the
   figure's own environment (its staging folder, ``NTP_FIGURE_DIR``) and working
   directory, and the figure's compute clock (the sidecar's ``compute_wall_time_s``)

@@ -339,23 +339,26 @@ def _normalized(outputs):
     ]
 
 
+def _executed_tagged_cell(source: str) -> nbformat.NotebookNode:
+    """A one-cell notebook, its cell tagged for the goldens, executed in a new kernel."""
+    import nbclient
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nb.metadata["kernelspec"]["language"] = "python"
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["tags"] = [golden.TAG]
+    nb.cells = [cell]
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    return nb
+
+
 def test_injected_outputs_are_those_a_kernel_gives(tmp_path, monkeypatch, capsys):
     """The golden text of a tagged cell, injected for nbval, gives back the very outputs its
     kernel run gave (claim lines displayed with their Markdown, the prints between them as
     streams), and the plain text of those outputs is what the ledger prints outside IPython."""
-    import nbclient
-
     monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "kernel"))
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    cell = nbformat.v4.new_code_cell(KERNEL_CELL)
-    cell.metadata["tags"] = [golden.TAG]
-    nb.cells = [cell]
-    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    nb = _executed_tagged_cell(KERNEL_CELL)
     kernel = nb.cells[0].outputs
     assert [o.output_type for o in kernel] == [
         "stream",
@@ -395,19 +398,8 @@ def test_a_report_injected_is_what_the_kernel_displayed(tmp_path, monkeypatch, c
     """A ledger that defers shows its claims in one report (a summary line, then the claim
     lines; collapsed HTML): the golden text gives back that very output, and outside IPython
     the report prints the same text."""
-    import nbclient
-
     monkeypatch.setenv("NTP_FIGURE_DIR", str(tmp_path / "kernel"))
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    cell = nbformat.v4.new_code_cell(REPORT_CELL)
-    cell.metadata["tags"] = [golden.TAG]
-    nb.cells = [cell]
-    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    nb = _executed_tagged_cell(REPORT_CELL)
     kernel = nb.cells[0].outputs
     assert [o.output_type for o in kernel] == ["stream", "display_data"]
     assert (

@@ -76,6 +76,7 @@ def test_a_nuclear_solve_records_its_certified_gap_and_the_distinct_supports():
     res = bench._run_child("nuclear-svm-scale", index, "specialised", timeout=300, repeats=1)
     assert res["status"] == "ok" and 0 <= res["gap"] <= 1e-6 and res["violation"] <= 1e-9
     assert res["reduced_shape"][1] == size.dims["m"]
+    assert all(v.endswith(", 1 thread") for v in res["blas"].values())  # timed on one thread
     assert prob.describe(prob.make(size))["distinct_supports"] == size.dims["m"]
 
 
@@ -174,6 +175,7 @@ def test_scaling_point_in_a_child_and_the_growth_fit():
     assert res["status"] == "ok" and 0 <= res["gap"] <= 1e-6 and res["violation"] <= 1e-9
     assert res["repeats"] == 2 and len(res["cpu_times"]) == 2 and res["peak_rss_mb"] > 0
     assert res["shape"] == [40, 120] and res["reduced_shape"][1] <= 120
+    assert all(v.endswith(", 1 thread") for v in res["blas"].values())  # timed on one thread
 
     def row(law, m, t, mb, its=10):
         spec = {"median": 2 * t, "cpu_times": [t], "peak_rss_mb": mb, "iterations": its}
@@ -203,11 +205,24 @@ def test_scaling_point_in_a_child_and_the_growth_fit():
 
 
 def test_bench_blas_info_names_the_kernels():
-    from tools.bench.scaling import blas_info
+    from tools.bench.timing import blas_info
 
     info = blas_info()
     assert set(info) <= {"numpy", "scipy"}
     assert all("thread" in v for v in info.values())
+
+
+def test_timed_children_run_their_blas_on_one_thread(monkeypatch):
+    """What the book states ("on one thread"): a timed child's BLAS has one thread, even when
+    the parent's environment would give it every core."""
+    from tools.bench.timing import blas_info, child_blas
+
+    if not blas_info():
+        pytest.skip("numpy and scipy do not use the wheels' OpenBLAS here")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    info = child_blas()
+    assert set(info) == {"numpy", "scipy"}
+    assert all(v.endswith(", 1 thread") for v in info.values()), info
 
 
 def test_scaling_runs_of_different_laws_add_up():

@@ -49,8 +49,9 @@ from tools.bench.figure_runs import bench_pipeline, bench_runs
 from tools.bench.paired import bench_paired
 from tools.bench.scaling import LAWS as SCALING_LAWS
 from tools.bench.scaling import M_VALUES as SCALING_M
-from tools.bench.scaling import bench_scaling, blas_info, merge_sections
+from tools.bench.scaling import bench_scaling, merge_sections
 from tools.bench.solvers import PROBLEMS, bench_solvers, plot_solvers
+from tools.bench.timing import child_blas
 from tools.bench.trainers import bench_trainers, gpu_name
 
 BENCH_DIR = paths.RESULTS_DIR / "bench"
@@ -139,8 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             if att_compiled.available()
             else att_compiled.unavailable_reason(),
             "ufm_adamw": adamw_kernel(),  # compiled, torch or numpy
-            # OpenBLAS kernels (AVX-512 or AVX2) and threads: they set the solvers' speed
-            "blas": blas_info(),
+            # OpenBLAS kernels (AVX-512 or AVX2) and threads of the timed children: they set
+            # the solvers' speed
+            "blas": child_blas(),
         },
         "versions": versions(),
         "git": git_state(),

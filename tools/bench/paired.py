@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -58,12 +57,7 @@ from typing import Any
 
 import numpy as np
 
-#: CPU threads of every child (the project's kernels run on one thread, as the book does).
-THREAD_ENV = {
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-}
+from tools.bench.timing import child_env
 
 
 @dataclass(frozen=True)
@@ -187,8 +181,7 @@ def child(case: str, side: str, quick: bool, out: str) -> dict[str, Any]:
 def _run_child(case: str, side: str, quick: bool, out: Path, timeout: float) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "tools.bench.paired", "--child", case, side, str(out)]
     cmd += ["--quick"] if quick else []
-    env = {**os.environ, **THREAD_ENV}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env())
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["failed"])[-1][:300]
         raise RuntimeError(f"{case}/{side} failed: {tail}")

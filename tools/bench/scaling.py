@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from tools.bench.timing import Timing
+from tools.bench.timing import Timing, blas_info, child_env
 
 #: vocabulary size, contexts and laws of the section
 V = 1000
@@ -43,34 +43,6 @@ MACHINE_GB = 24.0
 BUDGET_S = 600.0
 #: the certified relative duality gap
 TOL = 1e-6
-
-
-def blas_info() -> dict[str, str]:
-    """The OpenBLAS kernels numpy's and scipy's own OpenBLAS libraries chose on this machine
-    (``"SkylakeX"``: the AVX-512 kernels, ``"Haswell"`` / ``"Zen"``: AVX2) and their
-    threads, e.g. ``{"numpy": "SkylakeX, 1 thread", "scipy": "SkylakeX, 1 thread"}``; the
-    solver's dense products run in numpy's, its eigendecompositions in scipy's.  Empty
-    when the libraries are not the wheels' OpenBLAS (another BLAS, or none found)."""
-    import ctypes
-    import glob
-
-    import scipy
-    import scipy.linalg  # noqa: F401  (loads scipy's BLAS)
-
-    out: dict[str, str] = {}
-    for name, pkg, suffix in (("numpy", np, "64_"), ("scipy", scipy, "")):
-        libs = os.path.join(os.path.dirname(os.path.dirname(pkg.__file__)), f"{name}.libs")
-        for path in glob.glob(os.path.join(libs, "libscipy_openblas*.so")):
-            try:
-                lib = ctypes.CDLL(path)
-                core = getattr(lib, f"scipy_openblas_get_corename{suffix}")
-                threads = getattr(lib, f"scipy_openblas_get_num_threads{suffix}")
-            except (OSError, AttributeError):
-                continue
-            core.restype = ctypes.c_char_p
-            n = int(threads())
-            out[name] = f"{core().decode()}, {n} thread{'s' * (n != 1)}"
-    return out
 
 
 def _peak_mb() -> float:
@@ -112,6 +84,7 @@ def _child(law: str, v: int, m: int, repeats: int, budget_s: float) -> dict[str,
         "peak_rss_mb": _peak_mb(),
         "cpu_times": cpu,
         "load_before": load,
+        "blas": blas_info(),
     }
 
 
@@ -120,7 +93,7 @@ def _run_child(law: str, v: int, m: int, repeats: int, budget_s: float, timeout:
     cmd = [sys.executable, "-m", "tools.bench.scaling", law, str(v), str(m), str(repeats)]
     cmd.append(str(budget_s))
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env())
     except subprocess.TimeoutExpired:
         return {"status": f"timeout after {timeout:.0f} s", "median": None}
     if out.returncode != 0:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ntpcore.errors import ParameterError
-from tools.bench.timing import measure
+from tools.bench.timing import blas_info, child_env, measure
 
 GENERIC = ("CLARABEL", "SCS")
 
@@ -426,6 +426,7 @@ def _child(
         "peak_rss_mb": peak_mb,
         "cpu_times": cpu,
         "load_before": load,
+        "blas": blas_info(),
     }
 
 
@@ -446,7 +447,7 @@ def _run_child(
     ]
     t0 = time.perf_counter()
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env())
     except subprocess.TimeoutExpired:
         return {"status": f"timeout after {timeout:.0f} s", "median": None}
     if out.returncode != 0:

@@ -327,6 +327,12 @@ function inspectPage({ narrow }) {
   };
 }
 
+// How many pages are open at once (BROWSER_JOBS, default 2): a page's time is mostly its
+// renderer's (layout, MathJax, the measurements below), one process per page, so two pages
+// side by side keep two cores busy.  Each page is checked on its own: its requests, errors
+// and measurements are its own, and the report is in the pages' sorted order.
+const JOBS = Math.max(1, Number.parseInt(process.env.BROWSER_JOBS ?? "2", 10) || 1);
+
 // Checks every page under root at each width; returns { passed, failed, report: Map(rel ->
 // [problems]) }, a problem found at the phone width prefixed "420 px: ".
 async function checkSite(root, { shots = false, quiet = false, only = [] } = {}) {
@@ -341,139 +347,189 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
       "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
-  // Offline: every request that would leave the machine is refused and reported.
-  let external = [];
   const contexts = [];
-  for (const vp of VIEWPORTS) {
-    const context = await browser.newContext({ viewport: { width: vp.width, height: vp.height } });
-    await context.route("**/*", (route) => {
-      const u = new URL(route.request().url());
-      if (u.host === new URL(base).host || u.protocol === "data:") return route.continue();
-      external.push(u.href);
-      return route.abort();
-    });
-    contexts.push([vp, context]);
-  }
+  for (const vp of VIEWPORTS)
+    contexts.push([vp, await browser.newContext({ viewport: { width: vp.width, height: vp.height } })]);
 
   const all = (await walk(root)).map((p) => relative(root, p).split(sep).join("/"));
   const existing = new Set(all);
   const pages = all.filter((p) => p.endsWith(".html"))
     .filter((p) => !p.startsWith("_static/") && !["genindex.html", "search.html"].includes(p))
-    .filter((p) => !only.length || only.some((o) => p.startsWith(o)));
+    .filter((p) => !only.length || only.some((o) => p.startsWith(o)))
+    .sort();
   if (shots) await mkdir(SHOTS, { recursive: true });
   const log = quiet ? () => {} : console.log;
 
-  let passed = 0, failed = 0, figureShot = false, wideMathCount = 0;
-  const report = new Map();
-  const titles = new Map(); // page title -> pages
-  for (const rel of pages.sort()) {
+  // One page at one width: what a reader would find wrong there, and what it measured.
+  async function visit(rel, vp, context) {
+    const first = vp === VIEWPORTS[0];
+    const found = [];
+    const external = [];
+    const page = await context.newPage();
+    // Offline: every request that would leave the machine is refused and reported.
+    await page.route("**/*", (route) => {
+      const u = new URL(route.request().url());
+      if (u.host === new URL(base).host || u.protocol === "data:") return route.continue();
+      external.push(u.href);
+      return route.abort();
+    });
+    page.on("pageerror", (e) => found.push(`page error: ${e.message}`));
+    page.on("console", (msg) => {
+      if (msg.type() === "error" && !/net::ERR_FAILED/.test(msg.text()))
+        found.push(`console error: ${msg.text()}`);
+    });
+    page.on("requestfailed", (r) => {
+      if (r.url().startsWith(base)) found.push(`request failed: ${r.url()}`);
+    });
+    page.on("response", (r) => {
+      if (r.status() >= 400 && r.url().startsWith(base)) found.push(`HTTP ${r.status()} ${r.url()}`);
+    });
+    let info = null;
+    try {
+      await page.goto(`${base}/${rel}`, { waitUntil: "load", timeout: 30000 });
+      await page.evaluate(async () => {
+        if (window.MathJax?.startup?.promise) await window.MathJax.startup.promise;
+      });
+      // the book's script has measured the formulas with the final fonts (ntp.js); a page
+      // with formulas and without the script fails at once, one whose script never marks
+      // the page after the time limit
+      const unmeasured = "the formulas were never measured (ntp.js did not run)";
+      const script = await page.evaluate(() => !document.querySelector("article span.math")
+        || document.documentElement.dataset.ntpMath === "marked"
+        || Boolean(document.querySelector('script[src*="ntp.js"]')));
+      if (!script) found.push(unmeasured);
+      else await page.waitForFunction(
+        () => !document.querySelector("article span.math") ||
+          document.documentElement.dataset.ntpMath === "marked",
+        null, { timeout: 20000 },
+      ).catch(() => found.push(unmeasured));
+      // what the page folds (a figure's checks, a solution) is checked as a reader who
+      // opens it sees it
+      await page.evaluate(() => document.querySelectorAll("details").forEach((d) => { d.open = true; }));
+      // two frames: the theme's scripts (sidebar scroll, ...) have run
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      info = await page.evaluate(inspectPage, { narrow: vp.narrow });
+      if (info.typeset < info.math) found.push(`math ${info.typeset}/${info.math} typeset`);
+      if (info.merror) found.push(`${info.merror} MathJax errors`);
+      for (const t of info.rawTex) found.push(`raw TeX in the text: ${t}`);
+      for (const t of info.brokenWords) found.push(`word broken across lines: ${t}`);
+      for (const t of info.oneWordColumns) found.push(`table column one word per line: ${t}`);
+      for (const t of info.wideTables) found.push(`table wider than the column: ${t}`);
+      for (const t of info.wideMath) found.push(`equation wider than the column: ${t}`);
+      for (const t of info.clippedMath) found.push(`maths clipped: ${t}`);
+      if (info.pageOverflow) found.push(`page wider than the screen: ${info.pageOverflow}`);
+      if (info.titleHidden) found.push(`book title not visible in the sidebar: ${info.titleHidden}`);
+      for (const l of info.cutLines) found.push(`notebook line cut at the right edge: ${l}`);
+      if (info.badImages.length) found.push(`images not loaded: ${info.badImages.join(", ")}`);
+      for (const u of new Set(external)) found.push(`request leaves the machine: ${u}`);
+      if (info.scrollbarRoom === 0)
+        found.push("scrollbars take no room: the browser hides them, so a needless scrollbar cannot be seen");
+      // a formula really wider than its line scrolls (ntp.js); a scrollbar under one that
+      // fits is the fault
+      for (const t of info.mathScrollbars.filter((m) => m.endsWith("(needless: it fits)")))
+        found.push(`scrollbar under inline maths: ${t}`);
+      for (const t of info.hiddenScroll) found.push(`table scrolls sideways with no sign of it: ${t}`);
+      if (info.headerBars.length > 1) found.push(`second header bar: ${info.headerBars.join(", ")}`);
+      if (first) {
+        for (const i of info.unlinkedImages) found.push(`image not linked to its full-size file: ${i}`);
+        if (info.quickMarks > 1) found.push(`"(quick)" printed ${info.quickMarks} times outside the banner`);
+        if (EXECUTED.test(rel)) {
+          const id = rel.split("/").pop().replace(/\.html$/, "");
+          const back = info.backlinks;
+          if (!back.length) found.push("executed notebook page has no link back to its figure in the book");
+          else if (back.some((h) => h.includes("#")) && !back.some((h) => h.endsWith(`#${id}`)))
+            found.push(`the link back does not point at the figure's anchor #${id}: ${back.join(", ")}`);
+        }
+        if (EXECUTED.test(rel) && info.images === 0)
+          found.push("executed notebook page shows no image");
+        const dir = rel.includes("/") ? rel.slice(0, rel.lastIndexOf("/") + 1) : "";
+        for (const href of info.links) {
+          if (/^[a-z]+:/i.test(href) || href.startsWith("//")) continue;
+          const [pathPart, anchor] = href.split("#");
+          const target = pathPart ? new URL(pathPart, `http://x/${dir}`).pathname.slice(1) : rel;
+          const file = target.endsWith("/") || target === "" ? `${target}index.html` : target;
+          if (pathPart && !existing.has(decodeURIComponent(file))) found.push(`broken link ${href}`);
+          else if (anchor && !pathPart && !info.ids.includes(decodeURIComponent(anchor)))
+            found.push(`broken anchor #${anchor}`);
+        }
+      }
+      const shot = SHOT_PAGES[rel];
+      if (shots && shot)
+        await page.screenshot({ path: join(SHOTS, `${shot}-${vp.width}.png`), fullPage: first });
+    } catch (e) {
+      found.push(`load failed: ${e.message}`);
+    }
+    await page.close();
+    return { found: found.map((f) => (first ? f : `${vp.width} px: ${f}`)), info };
+  }
+
+  // One page at every width (a redirect page: its target exists; it is not rendered).
+  async function check(rel) {
     const problems = [];
     const summaries = [];
     const html = await readFile(join(root, rel), "utf8");
     const redirect = html.match(/http-equiv="refresh"[^>]*url=([^"]+)"/i);
     if (redirect) {
-      // A redirect page (index.html): check its target exists, do not render it.
       const target = new URL(redirect[1], `http://x/${rel}`).pathname.slice(1);
       if (!existing.has(target)) problems.push(`redirect to missing ${target}`);
       summaries.push(`redirect to ${target}`);
+      return { rel, problems, summaries, title: null, images: 0, wideMath: 0 };
     }
-    for (const [vp, context] of redirect ? [] : contexts) {
-      const first = vp === VIEWPORTS[0];
-      const found = [];
-      const page = await context.newPage();
-      external = [];
-      page.on("pageerror", (e) => found.push(`page error: ${e.message}`));
-      page.on("console", (msg) => {
-        if (msg.type() === "error" && !/net::ERR_FAILED/.test(msg.text()))
-          found.push(`console error: ${msg.text()}`);
-      });
-      page.on("requestfailed", (r) => {
-        if (r.url().startsWith(base)) found.push(`request failed: ${r.url()}`);
-      });
-      page.on("response", (r) => {
-        if (r.status() >= 400 && r.url().startsWith(base)) found.push(`HTTP ${r.status()} ${r.url()}`);
-      });
-      try {
-        await page.goto(`${base}/${rel}`, { waitUntil: "load", timeout: 30000 });
-        await page.evaluate(async () => {
-          if (window.MathJax?.startup?.promise) await window.MathJax.startup.promise;
-        });
-        // the book's script has measured the formulas with the final fonts (ntp.js)
-        await page.waitForFunction(
-          () => !document.querySelector("article span.math") ||
-            document.documentElement.dataset.ntpMath === "marked",
-          null, { timeout: 20000 },
-        ).catch(() => found.push("the formulas were never measured (ntp.js did not run)"));
-        // what the page folds (a figure's checks, a solution) is checked as a reader who
-        // opens it sees it
-        await page.evaluate(() => document.querySelectorAll("details").forEach((d) => { d.open = true; }));
-        // two frames: the theme's scripts (sidebar scroll, ...) have run
-        await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-        const info = await page.evaluate(inspectPage, { narrow: vp.narrow });
-        if (info.typeset < info.math) found.push(`math ${info.typeset}/${info.math} typeset`);
-        if (info.merror) found.push(`${info.merror} MathJax errors`);
-        for (const t of info.rawTex) found.push(`raw TeX in the text: ${t}`);
-        for (const t of info.brokenWords) found.push(`word broken across lines: ${t}`);
-        for (const t of info.oneWordColumns) found.push(`table column one word per line: ${t}`);
-        for (const t of info.wideTables) found.push(`table wider than the column: ${t}`);
-        for (const t of info.wideMath) found.push(`equation wider than the column: ${t}`);
-        for (const t of info.clippedMath) found.push(`maths clipped: ${t}`);
-        if (info.pageOverflow) found.push(`page wider than the screen: ${info.pageOverflow}`);
-        if (info.titleHidden) found.push(`book title not visible in the sidebar: ${info.titleHidden}`);
-        for (const l of info.cutLines) found.push(`notebook line cut at the right edge: ${l}`);
-        if (info.badImages.length) found.push(`images not loaded: ${info.badImages.join(", ")}`);
-        for (const u of new Set(external)) found.push(`request leaves the machine: ${u}`);
-        if (info.scrollbarRoom === 0)
-          found.push("scrollbars take no room: the browser hides them, so a needless scrollbar cannot be seen");
-        // a formula really wider than its line scrolls (ntp.js); a scrollbar under one that
-        // fits is the fault
-        for (const t of info.mathScrollbars.filter((m) => m.endsWith("(needless: it fits)")))
-          found.push(`scrollbar under inline maths: ${t}`);
-        wideMathCount += info.mathScrollbars.length;
-        for (const t of info.hiddenScroll) found.push(`table scrolls sideways with no sign of it: ${t}`);
-        if (info.headerBars.length > 1) found.push(`second header bar: ${info.headerBars.join(", ")}`);
-        if (first) {
-          for (const i of info.unlinkedImages) found.push(`image not linked to its full-size file: ${i}`);
-          if (info.quickMarks > 1) found.push(`"(quick)" printed ${info.quickMarks} times outside the banner`);
-          if (!redirect && info.title) titles.set(info.title, [...(titles.get(info.title) ?? []), rel]);
-          if (EXECUTED.test(rel)) {
-            const id = rel.split("/").pop().replace(/\.html$/, "");
-            const back = info.backlinks;
-            if (!back.length) found.push("executed notebook page has no link back to its figure in the book");
-            else if (back.some((h) => h.includes("#")) && !back.some((h) => h.endsWith(`#${id}`)))
-              found.push(`the link back does not point at the figure's anchor #${id}: ${back.join(", ")}`);
-          }
-          if (EXECUTED.test(rel) && info.images === 0)
-            found.push("executed notebook page shows no image");
-          const dir = rel.includes("/") ? rel.slice(0, rel.lastIndexOf("/") + 1) : "";
-          for (const href of info.links) {
-            if (/^[a-z]+:/i.test(href) || href.startsWith("//")) continue;
-            const [pathPart, anchor] = href.split("#");
-            const target = pathPart ? new URL(pathPart, `http://x/${dir}`).pathname.slice(1) : rel;
-            const file = target.endsWith("/") || target === "" ? `${target}index.html` : target;
-            if (pathPart && !existing.has(decodeURIComponent(file))) found.push(`broken link ${href}`);
-            else if (anchor && !pathPart && !info.ids.includes(decodeURIComponent(anchor)))
-              found.push(`broken anchor #${anchor}`);
-          }
-          summaries.push(`math ${info.typeset}/${info.math}, images ${info.images - info.badImages.length}/${info.images}`);
-        }
-        const shot = SHOT_PAGES[rel];
-        if (shots && shot)
-          await page.screenshot({ path: join(SHOTS, `${shot}-${vp.width}.png`), fullPage: first });
-        if (shots && first && !figureShot && info.images > 0 && rel.includes("/index.html")) {
-          await page.screenshot({ path: join(SHOTS, "figure-page.png"), fullPage: true });
-          figureShot = true;
-        }
-      } catch (e) {
-        found.push(`load failed: ${e.message}`);
+    let title = null, images = 0, wideMath = 0;
+    for (const [vp, context] of contexts) {
+      const { found, info } = await visit(rel, vp, context);
+      problems.push(...found);
+      if (!info) continue;
+      wideMath += info.mathScrollbars.length;
+      if (vp === VIEWPORTS[0]) {
+        title = info.title || null;
+        images = info.images;
+        summaries.push(`math ${info.typeset}/${info.math}, images ${info.images - info.badImages.length}/${info.images}`);
       }
-      await page.close();
-      problems.push(...found.map((f) => (first ? f : `${vp.width} px: ${f}`)));
     }
-    log(`${problems.length ? "FAIL" : "ok  "} ${rel}  ${summaries.join(", ")}`);
-    for (const p of problems) log(`     ${p}`);
-    report.set(rel, problems);
-    if (problems.length) failed++; else passed++;
+    return { rel, problems, summaries, title, images, wideMath };
+  }
+
+  // JOBS pages at once; each result is logged as soon as the pages before it are done, so
+  // the log keeps the sorted order.
+  const results = new Array(pages.length);
+  let next = 0, logged = 0;
+  const flush = () => {
+    for (; logged < pages.length && results[logged]; logged++) {
+      const r = results[logged];
+      log(`${r.problems.length ? "FAIL" : "ok  "} ${r.rel}  ${r.summaries.join(", ")}`);
+      for (const p of r.problems) log(`     ${p}`);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(JOBS, pages.length) }, async () => {
+    while (next < pages.length) {
+      const i = next++;
+      results[i] = await check(pages[i]);
+      flush();
+    }
+  }));
+
+  let passed = 0, failed = 0, wideMathCount = 0;
+  const report = new Map();
+  const titles = new Map(); // page title -> pages
+  for (const r of results) {
+    report.set(r.rel, r.problems);
+    if (r.problems.length) failed++; else passed++;
+    wideMathCount += r.wideMath;
+    if (r.title) titles.set(r.title, [...(titles.get(r.title) ?? []), r.rel]);
+  }
+  // A figure in its page: the first section index (sorted) that shows an image, whole.
+  const figurePage = results.find((r) => r.rel.includes("/index.html") && r.images > 0);
+  if (shots && figurePage) {
+    const page = await contexts[0][1].newPage();
+    await page.route("**/*", (route) =>
+      new URL(route.request().url()).host === new URL(base).host ? route.continue() : route.abort());
+    await page.goto(`${base}/${figurePage.rel}`, { waitUntil: "load", timeout: 30000 });
+    await page.evaluate(async () => {
+      if (window.MathJax?.startup?.promise) await window.MathJax.startup.promise;
+    });
+    await page.screenshot({ path: join(SHOTS, "figure-page.png"), fullPage: true });
+    await page.close();
   }
   // Two pages with one title: both fail (a reader cannot tell them apart in a tab or a list).
   for (const [title, rels] of titles) {

@@ -12,7 +12,8 @@ configuration               environment
 ``numpy-baseline``          numpy at its baseline (no dispatched SIMD beyond the build's)
 ``openblas-<core>``         OpenBLAS kernels of another core (``OPENBLAS_CORETYPE``): Nehalem,
                             Sandybridge, Haswell, SkylakeX
-``threads-2``               OpenBLAS on two threads (the runner keeps torch on one)
+``threads-2``               OpenBLAS on two threads (the runner keeps torch on one); idle
+                            threads sleep at once (``OPENBLAS_THREAD_TIMEOUT``)
 ``torch-avx2``              torch's kernels and MKL at AVX2 (``ATEN_CPU_CAPABILITY``,
                             ``MKL_ENABLE_INSTRUCTIONS``)
 ``torch-default``           torch's scalar kernels (``ATEN_CPU_CAPABILITY=default``): no
@@ -141,7 +142,15 @@ CONFIGS: dict[str, Config] = {
             "OpenBLAS SkylakeX",
             ("avx512f",),
         ),
-        Config("threads-2", {"OPENBLAS_NUM_THREADS": "2"}, "OpenBLAS on 2 threads"),
+        # OPENBLAS_THREAD_TIMEOUT=4: an idle OpenBLAS thread sleeps after 2^4 cycles instead of
+        # spinning for 2^28; with two kernels of two threads each on two cores the spinning
+        # took 144 s for three figures that take 33 s (the results are the same: it changes
+        # when an idle thread sleeps, not how work is split)
+        Config(
+            "threads-2",
+            {"OPENBLAS_NUM_THREADS": "2", "OPENBLAS_THREAD_TIMEOUT": "4"},
+            "OpenBLAS on 2 threads",
+        ),
         Config(
             "torch-avx2",
             {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},

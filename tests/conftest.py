@@ -2,11 +2,18 @@
 harness of the sabotage tests (one per paper) of the claims ledger, and the dask cluster the
 sweep tests compare the serial runs with."""
 
-import json
 import os
 
-import matplotlib
-import pytest
+# The tests' process computes on one thread, as `make` (OMP_NUM_THREADS=1), the runner's
+# kernels and the dask workers do: a multithreaded BLAS rounds some reductions differently,
+# and the tests compare serial runs with the workers' to the last bit.  Set before numpy is
+# imported (OpenBLAS reads it once, when it loads).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import json  # noqa: E402
+
+import matplotlib  # noqa: E402
+import pytest  # noqa: E402
 
 matplotlib.use("Agg")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 
@@ -263,3 +264,54 @@ def test_the_mutants_score_names_why_each_survivor_survives():
     assert "equivalent: never read" in text
     assert "counted as a survivor: a printed summary" in text
     assert "**unexplained**" in text
+
+
+class _Env:
+    docname = "book/page"
+
+    def __init__(self):
+        self.dependencies: list[str] = []
+        self.temp_data: dict = {}
+
+    def note_dependency(self, path):
+        self.dependencies.append(str(path))
+
+
+class _State:
+    def __init__(self):
+        self.parsed: list[str] = []
+
+    def nested_parse(self, lines, offset, node):
+        self.parsed.append("\n".join(lines))
+
+
+@pytest.mark.parametrize(
+    ("module", "directive", "constant"),
+    [
+        ("ntpbook", "NTPPerformance", "BENCH_JSON"),
+        ("ntpclaims", "NTPMutations", "MUTATIONS_JSON"),
+        ("ntpclaims", "NTPMutants", "MUTANTS_JSON"),
+        ("ntpmachines", "NTPMachines", "REPORT"),
+    ],
+)
+def test_a_page_of_results_depends_on_its_file_before_it_exists(
+    module, directive, constant, tmp_path, monkeypatch
+):
+    """A page that shows a results file (the benchmarks, the mutation scores, the
+    reproducibility report) depends on it also while it is missing: built before `make bench`
+    (or `make mutations`, ...) wrote it, the page is rebuilt once it exists, not left with its
+    'not run' note until a clean build."""
+    import types
+
+    monkeypatch.syspath_prepend(str(paths.BOOK_DIR / "_ext"))
+    mod = importlib.import_module(module)
+    missing = tmp_path / "results" / "report.json"
+    monkeypatch.setattr(mod, constant, missing)
+    cls = getattr(mod, directive)
+    fake = types.SimpleNamespace(
+        env=_Env(), state=_State(), options={}, content_offset=0, get_location=lambda: ""
+    )
+    fake._parse = types.MethodType(cls._parse, fake) if hasattr(cls, "_parse") else None
+    cls.run(fake)
+    assert fake.env.dependencies == [str(missing)]
+    assert "{note}" in fake.state.parsed[0]  # the page says it was not run

@@ -560,8 +560,8 @@ class NTPMutations(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
+        self.env.note_dependency(str(MUTATIONS_JSON))  # also missing: rebuilt until it is written
         if MUTATIONS_JSON.exists():
-            self.env.note_dependency(str(MUTATIONS_JSON))
             text = mutations_text(json.loads(MUTATIONS_JSON.read_text()))
         else:
             text = (
@@ -642,8 +642,8 @@ class NTPMutants(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
+        self.env.note_dependency(str(MUTANTS_JSON))  # also missing: rebuilt until it is written
         if MUTANTS_JSON.exists():
-            self.env.note_dependency(str(MUTANTS_JSON))
             text = mutants_text(json.loads(MUTANTS_JSON.read_text()))
         else:
             text = (

@@ -241,6 +241,7 @@ class NTPMachines(_MystDirective):
 
     def run(self) -> list[nodes.Node]:
         part = self.options.get("part", "configs")
+        self.env.note_dependency(str(REPORT))  # also missing: rebuilt until it is written
         if not REPORT.exists():
             if part != "configs":  # the section is left out of the page (ntpbook.py)
                 return [nodes.comment("", "ntp-empty-section")]
@@ -250,7 +251,6 @@ class NTPMachines(_MystDirective):
                 "and the figures' differences appear here after `make reproducibility` and "
                 "`make html`.\n:::\n"
             )
-        self.env.note_dependency(str(REPORT))
         return self._parse(page_text(json.loads(REPORT.read_text()), part))
 
 

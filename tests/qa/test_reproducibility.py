@@ -39,6 +39,19 @@ def test_identical_figures_have_zero_rms_and_a_moved_curve_exceeds_the_floor(tmp
     assert images.rms(a, swapped) > images.FLOOR
 
 
+def test_a_png_compared_again_is_not_decoded_again_unless_rewritten(tmp_path):
+    """The report compares each figure with several others: a PNG is decoded once while it
+    is unchanged, and a rewritten one is read anew (never an older version's pixels)."""
+    a, b = _plot(tmp_path / "a.png"), _plot(tmp_path / "b.png", shift=0.02)
+    images._decoded.cache_clear()
+    first = images.rms(a, b)
+    for _ in range(3):
+        assert images.rms(a, b) == first and images.rms(b, a) == first
+    assert images._decoded.cache_info().misses == 2
+    _plot(b, shift=0.0)  # rewritten: now identical to a
+    assert images.rms(a, b) == 0.0
+
+
 def test_image_check_writes_a_diff_and_names_the_figure(tmp_path, monkeypatch):
     base, figs = tmp_path / "base", tmp_path / "figs"
     base.mkdir()

@@ -15,6 +15,7 @@ A figure beyond its tolerance fails with a diff image (``<figure dir>/image-diff
 
 from __future__ import annotations
 
+import functools
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,28 +40,53 @@ def baseline(fig_id: str) -> Path:
     return BASELINE_DIR / f"{fig_id}.png"
 
 
-def _load(path: Path) -> np.ndarray:
+def _key(path: Path) -> tuple[str, int, int]:
+    """A file as it is now: its path, modification time and size (a rewritten file is a new
+    key, so nothing below returns what an older version of a file gave)."""
+    st = Path(path).stat()
+    return (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _decoded(key: tuple[str, int, int]) -> np.ndarray:
     from PIL import Image
 
-    with Image.open(path) as im:
+    with Image.open(key[0]) as im:
         return np.asarray(im.convert("RGB"), dtype=np.int16)
+
+
+def _load(path: Path) -> np.ndarray:
+    # the few last images decoded are kept: the reproducibility report compares each figure
+    # of every configuration with the first configuration's and with the baseline, which
+    # decoded the same PNGs up to six times each (26 of its 30 s)
+    return _decoded(_key(path))
+
+
+#: RMS differences already computed in this process, by the two files' keys
+_RMS: dict[tuple, float] = {}
 
 
 def rms(expected: Path, actual: Path) -> float:
     """RMS pixel difference of two PNGs (``inf`` when their sizes differ)."""
     from matplotlib.testing.compare import calculate_rms
 
-    a, b = _load(expected), _load(actual)
-    if a.shape != b.shape:
-        return float("inf")
-    return float(calculate_rms(a, b))
+    key = (_key(expected), _key(actual))
+    if key not in _RMS:
+        a, b = _decoded(key[0]), _decoded(key[1])
+        _RMS[key] = float("inf") if a.shape != b.shape else float(calculate_rms(a, b))
+    return _RMS[key]
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_tolerances(key: tuple[str, int, int]) -> dict[str, dict]:
+    data = yaml.safe_load(Path(key[0]).read_text()) or {}
+    return data.get("figures", {})
 
 
 def _tolerances() -> dict[str, dict]:
     if not TOLERANCES.exists():
         return {}
-    data = yaml.safe_load(TOLERANCES.read_text()) or {}
-    return data.get("figures", {})
+    return _parsed_tolerances(_key(TOLERANCES))
 
 
 def tolerance(fig_id: str) -> float:

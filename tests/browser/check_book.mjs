@@ -359,6 +359,10 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
     .sort();
   if (shots) await mkdir(SHOTS, { recursive: true });
   const log = quiet ? () => {} : console.log;
+  // A figure in its page, whole: the first section index (sorted) with an image.
+  let figurePage = null;
+  for (const rel of pages.filter((p) => p.includes("/index.html")))
+    if (/<img\b/.test(await readFile(join(root, rel), "utf8"))) { figurePage = rel; break; }
 
   // One page at one width: what a reader would find wrong there, and what it measured.
   async function visit(rel, vp, context) {
@@ -456,6 +460,8 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
       const shot = SHOT_PAGES[rel];
       if (shots && shot)
         await page.screenshot({ path: join(SHOTS, `${shot}-${vp.width}.png`), fullPage: first });
+      if (shots && first && rel === figurePage)
+        await page.screenshot({ path: join(SHOTS, "figure-page.png"), fullPage: true });
     } catch (e) {
       found.push(`load failed: ${e.message}`);
     }
@@ -473,9 +479,9 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
       const target = new URL(redirect[1], `http://x/${rel}`).pathname.slice(1);
       if (!existing.has(target)) problems.push(`redirect to missing ${target}`);
       summaries.push(`redirect to ${target}`);
-      return { rel, problems, summaries, title: null, images: 0, wideMath: 0 };
+      return { rel, problems, summaries, title: null, wideMath: 0 };
     }
-    let title = null, images = 0, wideMath = 0;
+    let title = null, wideMath = 0;
     for (const [vp, context] of contexts) {
       const { found, info } = await visit(rel, vp, context);
       problems.push(...found);
@@ -483,11 +489,10 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
       wideMath += info.mathScrollbars.length;
       if (vp === VIEWPORTS[0]) {
         title = info.title || null;
-        images = info.images;
         summaries.push(`math ${info.typeset}/${info.math}, images ${info.images - info.badImages.length}/${info.images}`);
       }
     }
-    return { rel, problems, summaries, title, images, wideMath };
+    return { rel, problems, summaries, title, wideMath };
   }
 
   // JOBS pages at once; each result is logged as soon as the pages before it are done, so
@@ -517,19 +522,6 @@ async function checkSite(root, { shots = false, quiet = false, only = [] } = {})
     if (r.problems.length) failed++; else passed++;
     wideMathCount += r.wideMath;
     if (r.title) titles.set(r.title, [...(titles.get(r.title) ?? []), r.rel]);
-  }
-  // A figure in its page: the first section index (sorted) that shows an image, whole.
-  const figurePage = results.find((r) => r.rel.includes("/index.html") && r.images > 0);
-  if (shots && figurePage) {
-    const page = await contexts[0][1].newPage();
-    await page.route("**/*", (route) =>
-      new URL(route.request().url()).host === new URL(base).host ? route.continue() : route.abort());
-    await page.goto(`${base}/${figurePage.rel}`, { waitUntil: "load", timeout: 30000 });
-    await page.evaluate(async () => {
-      if (window.MathJax?.startup?.promise) await window.MathJax.startup.promise;
-    });
-    await page.screenshot({ path: join(SHOTS, "figure-page.png"), fullPage: true });
-    await page.close();
   }
   // Two pages with one title: both fail (a reader cannot tell them apart in a tab or a list).
   for (const [title, rels] of titles) {

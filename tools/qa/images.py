@@ -47,19 +47,15 @@ def _key(path: Path) -> tuple[str, int, int]:
     return (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
 
 
+# The last images decoded are kept: the reproducibility report compares each figure of every
+# configuration with the first configuration's and with the baseline, which decoded the same
+# PNGs up to six times each (26 of its 30 s).
 @functools.lru_cache(maxsize=16)
 def _decoded(key: tuple[str, int, int]) -> np.ndarray:
     from PIL import Image
 
     with Image.open(key[0]) as im:
         return np.asarray(im.convert("RGB"), dtype=np.int16)
-
-
-def _load(path: Path) -> np.ndarray:
-    # the few last images decoded are kept: the reproducibility report compares each figure
-    # of every configuration with the first configuration's and with the baseline, which
-    # decoded the same PNGs up to six times each (26 of its 30 s)
-    return _decoded(_key(path))
 
 
 #: RMS differences already computed in this process, by the two files' keys

@@ -128,7 +128,7 @@ golden: $(STAMP)
 # (results/reproducibility/report.json, shown on the book's Reproducibility page).
 REPRO ?= native numpy-kernels numpy-avx2 numpy-baseline openblas-nehalem openblas-sandybridge \
          openblas-haswell openblas-skylakex threads-2 torch-avx2 torch-default \
-         mkl-compatible sandybridge-baseline
+         mkl-compatible sandybridge-baseline haswell-threads-2 no-compiled-mkl
 # REPRO_ADOPT=native=_build/test takes the native configuration from make test's run when its
 # record shows the same configuration (tools/qa/adopt.py), instead of running it again.
 REPRO_ADOPT ?=

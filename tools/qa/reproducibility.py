@@ -26,7 +26,17 @@ configuration               environment
 ``numpy-kernels``           the compiled extensions off (``NTP_COMPILED=0``): the attention
                             descents on numpy, the UFM's AdamW by torch (what a machine
                             without a C compiler at install runs)
+``haswell-threads-2``       ``openblas-haswell`` and ``threads-2`` together: a machine of
+                            another core type whose BLAS runs two threads
+``no-compiled-mkl``         ``numpy-kernels`` and ``mkl-compatible`` together: a machine
+                            without a C compiler whose MKL takes the vendor-neutral path
 ==========================  ===============================================================
+
+The last two are CI's (``.ci/run``): each joins switches that move different figures (on
+an AMD EPYC with AVX-512: ``numpy-kernels`` moved 8 attention figures and no other,
+``mkl-compatible`` 14 geometry and linear figures and no attention one; ``threads-2`` moved
+6 figures, each moved by ``openblas-haswell`` too), so two runs exercise what four did;
+``make reproducibility`` runs the single switches too, to tell which one moves a number.
 
 ``python -m tools.qa.reproducibility`` (``make reproducibility``) runs the quick
 profile once per configuration, each from its own empty cache (a cached training would hide
@@ -160,6 +170,21 @@ CONFIGS: dict[str, Config] = {
         Config("torch-default", {"ATEN_CPU_CAPABILITY": "default"}, "torch's scalar kernels"),
         Config("mkl-compatible", {"MKL_CBWR": "COMPATIBLE"}, "MKL's vendor-neutral path"),
         Config("numpy-kernels", {"NTP_COMPILED": "0"}, "compiled extensions off"),
+        Config(
+            "haswell-threads-2",
+            {
+                "OPENBLAS_CORETYPE": "Haswell",
+                "OPENBLAS_NUM_THREADS": "2",
+                "OPENBLAS_THREAD_TIMEOUT": "4",
+            },
+            "OpenBLAS Haswell on 2 threads",
+            ("avx2", "fma"),
+        ),
+        Config(
+            "no-compiled-mkl",
+            {"NTP_COMPILED": "0", "MKL_CBWR": "COMPATIBLE"},
+            "compiled extensions off + MKL's vendor-neutral path",
+        ),
         Config(
             "sandybridge-baseline",
             {"OPENBLAS_CORETYPE": "Sandybridge", "NPY_DISABLE_CPU_FEATURES": _NPY_BASE},

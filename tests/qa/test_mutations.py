@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -89,9 +90,18 @@ def test_a_mutation_must_mark_that_it_ran():
 def test_swapped_labels_in_the_training_plot_fail_the_gd_figure():
     """Issue 21's example: two legend labels of Fig. 4's panel (c) swapped."""
     (mut,) = [m for m in mutations.load_catalogue() if m.name == "lin-plot-labels-swapped"]
+    environ = dict(os.environ)
     out = mutations.run_mutation(mut)
     assert out.applied and out.killed
     assert any("FigureDataError" in b for b in out.by), out.by
+    # the runner ran in this process: its environment is restored, and the next mutation of
+    # the same figure gets a new kernel (a control on it survives: no kernel kept the error)
+    assert dict(os.environ) == environ
+    control = mutations.Mutation(
+        "gd-control", "control", "lin", "nothing", ("lin-gd-direction",), "pass\n"
+    )
+    after = mutations.run_mutation(control)
+    assert not after.killed and not after.by, after.by
 
 
 def test_the_claims_page_states_the_score():

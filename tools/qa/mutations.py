@@ -27,17 +27,20 @@ survivors and writes ``results/mutations/report.json`` (the Claims page shows th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import importlib.util
+import io
 import json
+import multiprocessing
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import textwrap
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -177,7 +180,6 @@ def run_mutation(mut: Mutation, *, jobs: int = 1, keep: Path | None = None) -> O
         (site / "sitecustomize.py").write_text(_PRELUDE + textwrap.dedent(mut.code))
         mark = tmp_path / "applied"
         env = {
-            **os.environ,
             "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(
                 os.pathsep
             ),
@@ -187,22 +189,12 @@ def run_mutation(mut: Mutation, *, jobs: int = 1, keep: Path | None = None) -> O
             "NTP_EXECUTED_DIR": str(tmp_path / "executed"),
             "NTP_FAILED_DIR": str(tmp_path / "failed"),
         }
-        cmd = [
-            sys.executable,
-            "-m",
-            "ntpcore.reproduce",
-            "--profile",
-            "quick",
-            "--jobs",
-            str(jobs),
-            "--only",
-            *mut.figures,
-        ]
-        proc = subprocess.run(cmd, env=env, cwd=paths.ROOT, capture_output=True, text=True)
+        argv = ["--profile", "quick", "--jobs", str(jobs), "--only", *mut.figures]
+        returncode, output = _run_runner(argv, env)
         by: list[str] = []
-        if proc.returncode != 0:
+        if returncode != 0:
             claims = _failed_claims(tmp_path / "failed", mut.figures)
-            by.append("claims: " + ", ".join(claims) if claims else "runner: " + _last(proc))
+            by.append("claims: " + ", ".join(claims) if claims else "runner: " + _last(output))
         executed = tmp_path / "executed"
         if any(executed.glob("*.ipynb")):
             diffs = []
@@ -237,14 +229,42 @@ def run_mutation(mut: Mutation, *, jobs: int = 1, keep: Path | None = None) -> O
     )
 
 
-def _last(proc: subprocess.CompletedProcess) -> str:
+def _run_runner(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """The figure runner (``python -m ntpcore.reproduce argv``) in this process, under
+    ``os.environ`` updated with ``env`` (restored after), its output captured.
+
+    In this process, not a new one: the runner and its dependencies are imported once per
+    worker of :func:`main`'s pool instead of once per mutation (about 2 s each, half of it
+    jsonschema's format checkers, which nbformat imports).  The mutation is applied in the
+    kernels only: they start with ``env``'s ``PYTHONPATH`` (a kernel started under another
+    environment is never reused, :mod:`ntpcore.runner.kernels`), and the serial run discards
+    its kernel at the end.
+    """
+    from ntpcore.runner import runner
+
+    saved = dict(os.environ)
+    os.environ.update(env)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            try:
+                returncode = runner.main(argv)
+            except Exception:  # noqa: BLE001 - reported as the runner's failure, as a crash was
+                traceback.print_exc()
+                returncode = 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return returncode, out.getvalue()
+
+
+def _last(text: str) -> str:
     """The error the runner reported (``raised XError: ...``), else its last line."""
-    text = proc.stdout + proc.stderr
     m = re.search(r"raised (\w+): (.*)", text)
     if m:
         return f"{m.group(1)}: {m.group(2)}"[:200]
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    return lines[-1][:200] if lines else f"exit {proc.returncode}"
+    return lines[-1][:200] if lines else "the runner failed and printed nothing"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,7 +314,11 @@ def main(argv: list[str] | None = None) -> int:
             f"[{k:2d}/{len(muts)}] {m.name:34s} {status:12s} {'; '.join(out.by)[:160]}", flush=True
         )
 
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    # Worker processes (spawned: no inherited kernel, thread or zmq state), each running one
+    # mutation at a time, so that each has its own os.environ for its runner.
+    with ProcessPoolExecutor(
+        max_workers=max(1, args.jobs), mp_context=multiprocessing.get_context("spawn")
+    ) as pool:
         futures = {pool.submit(run_mutation, m): m for m in muts}
         for k, fut in enumerate(as_completed(futures), 1):
             out = fut.result()

@@ -12,6 +12,7 @@
 #                                              figures as the test (a developer's tool, not CI)
 #   make pdf                                   the whole book as one PDF (after make book)
 #   make install | notebooks | html | check-book | browser-test | bench | bench-scaling | lint
+#   make browser-self-test | browser-check    the browser check's two halves (browser-test runs both)
 #   make dev | clean
 #   make book TORCH_INDEX=<url>                torch from that index (default: the CPU build)
 #
@@ -39,7 +40,7 @@ export PYTHONHASHSEED := 0
 export OMP_NUM_THREADS := 1
 
 .PHONY: help install book book-from-test notebooks html pdf test unit nbval golden reproducibility mutations mutants \
-        check-book browser-test bench bench-scaling lint dev clean distclean
+        check-book browser-test browser-self-test browser-check browser-deps bench bench-scaling lint dev clean distclean
 
 help:
 	@sed -n '2,20p' Makefile
@@ -164,10 +165,18 @@ check-book: $(STAMP)
 	  --nbval --nbval-current-env --nbval-cell-timeout=3600 --nbval-sanitize-with tests/nbval_sanitize.cfg -q book/executed
 
 # The checker's negative controls first (pages it must fail), then the book.
-browser-test:
-	test -d node_modules/playwright-core || npm ci --no-audit --no-fund
+browser-test: browser-self-test browser-check
+
+# The checker's negative controls alone (pages it must fail; no book needed, so CI runs them
+# while the book builds), and the built book alone.
+browser-self-test: browser-deps
 	node tests/browser/check_book.mjs --self-test
+
+browser-check: browser-deps
 	node tests/browser/check_book.mjs _build/html
+
+browser-deps:
+	test -d node_modules/playwright-core || npm ci --no-audit --no-fund
 
 # Benchmarks (long: the generic solvers run until they pass BENCH_LIMIT seconds), then the
 # book is rebuilt so that its Performance page shows the new numbers.

@@ -152,3 +152,13 @@ def test_collect_measures_spreads_digits_and_checks_every_run(tmp_path, monkeypa
         assert ntpmachines.page_text(data, part)
     assert "`native`" in ntpmachines.page_text(data, "configs")
     assert "0.0174 – 0.0175" in ntpmachines.page_text(data, "printed")
+
+
+def test_a_joined_configuration_sets_each_parts_environment_and_needs_what_they_need():
+    c = reproducibility.CONFIGS
+    joined = c["haswell-threads-2"]
+    assert joined.env == {**c["openblas-haswell"].env, **c["threads-2"].env}
+    assert set(joined.requires) == set(c["openblas-haswell"].requires)
+    assert c["no-compiled-mkl"].env == {**c["numpy-kernels"].env, **c["mkl-compatible"].env}
+    with pytest.raises(ValueError, match="OPENBLAS_CORETYPE differently"):
+        reproducibility._joined("two-cores", "?", "openblas-haswell", "openblas-sandybridge")

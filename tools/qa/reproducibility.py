@@ -170,29 +170,39 @@ CONFIGS: dict[str, Config] = {
         Config("torch-default", {"ATEN_CPU_CAPABILITY": "default"}, "torch's scalar kernels"),
         Config("mkl-compatible", {"MKL_CBWR": "COMPATIBLE"}, "MKL's vendor-neutral path"),
         Config("numpy-kernels", {"NTP_COMPILED": "0"}, "compiled extensions off"),
-        Config(
-            "haswell-threads-2",
-            {
-                "OPENBLAS_CORETYPE": "Haswell",
-                "OPENBLAS_NUM_THREADS": "2",
-                "OPENBLAS_THREAD_TIMEOUT": "4",
-            },
-            "OpenBLAS Haswell on 2 threads",
-            ("avx2", "fma"),
-        ),
-        Config(
-            "no-compiled-mkl",
-            {"NTP_COMPILED": "0", "MKL_CBWR": "COMPATIBLE"},
-            "compiled extensions off + MKL's vendor-neutral path",
-        ),
-        Config(
-            "sandybridge-baseline",
-            {"OPENBLAS_CORETYPE": "Sandybridge", "NPY_DISABLE_CPU_FEATURES": _NPY_BASE},
-            "OpenBLAS Sandybridge + numpy at baseline",
-            ("avx",),
-        ),
     ]
 }
+
+
+def _joined(name: str, label: str, *parts: str) -> Config:
+    """A configuration that sets the environments of ``parts`` together (one machine that
+    differs from this one in several ways); it needs what each part needs."""
+    configs = [CONFIGS[p] for p in parts]
+    env: dict[str, str] = {}
+    for c in configs:
+        for k, v in c.env.items():
+            if env.setdefault(k, v) != v:  # e.g. two OpenBLAS core types: not one machine
+                raise ValueError(f"{name}: {' and '.join(parts)} set {k} differently")
+    requires = tuple(dict.fromkeys(f for c in configs for f in c.requires))
+    return Config(name, env, label, requires)
+
+
+for _c in (
+    _joined(
+        "sandybridge-baseline",
+        "OpenBLAS Sandybridge + numpy at baseline",
+        "openblas-sandybridge",
+        "numpy-baseline",
+    ),
+    _joined("haswell-threads-2", "OpenBLAS Haswell on 2 threads", "openblas-haswell", "threads-2"),
+    _joined(
+        "no-compiled-mkl",
+        "compiled extensions off + MKL's vendor-neutral path",
+        "numpy-kernels",
+        "mkl-compatible",
+    ),
+):
+    CONFIGS[_c.name] = _c
 
 _PROBE = r"""
 import json, os, subprocess, sys

@@ -81,6 +81,14 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     write_atomic(path, lambda fh: fh.write(text.encode("utf-8")))
 
 
+def file_version(path: str | os.PathLike[str]) -> tuple[str, int, int]:
+    """A file as it is now: its resolved path, modification time (ns) and size.  A cache
+    keyed by it never returns what an older version of the file gave (a rewrite changes the
+    time or the size)."""
+    st = Path(path).stat()
+    return (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+
+
 def read_utf8_text(path: str | os.PathLike[str], what: str = "text file") -> str:
     """The whole of a UTF-8 text file, or a :class:`~ntpcore.errors.DataError` saying why not.
 

@@ -24,7 +24,7 @@ import numpy as np
 import yaml
 
 from ntpcore.core import paths
-from ntpcore.core.io import write_text_atomic
+from ntpcore.core.io import file_version, write_text_atomic
 
 __all__ = ["BASELINE_DIR", "FLOOR", "ImageResult", "baseline", "check", "rms", "tolerance"]
 
@@ -38,13 +38,6 @@ FLOOR = 0.5
 
 def baseline(fig_id: str) -> Path:
     return BASELINE_DIR / f"{fig_id}.png"
-
-
-def _key(path: Path) -> tuple[str, int, int]:
-    """A file as it is now: its path, modification time and size (a rewritten file is a new
-    key, so nothing below returns what an older version of a file gave)."""
-    st = Path(path).stat()
-    return (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
 
 
 # The last images decoded are kept: the reproducibility report compares each figure of every
@@ -66,7 +59,7 @@ def rms(expected: Path, actual: Path) -> float:
     """RMS pixel difference of two PNGs (``inf`` when their sizes differ)."""
     from matplotlib.testing.compare import calculate_rms
 
-    key = (_key(expected), _key(actual))
+    key = (file_version(expected), file_version(actual))
     if key not in _RMS:
         a, b = _decoded(key[0]), _decoded(key[1])
         _RMS[key] = float("inf") if a.shape != b.shape else float(calculate_rms(a, b))
@@ -82,7 +75,7 @@ def _parsed_tolerances(key: tuple[str, int, int]) -> dict[str, dict]:
 def _tolerances() -> dict[str, dict]:
     if not TOLERANCES.exists():
         return {}
-    return _parsed_tolerances(_key(TOLERANCES))
+    return _parsed_tolerances(file_version(TOLERANCES))
 
 
 def tolerance(fig_id: str) -> float:

@@ -141,6 +141,20 @@ def test_registry_reads_statements_and_what_is_shown(tmp_path):
     assert entry.claim_text == "One. Two." and entry.shown == "the median draw."
 
 
+def test_a_registry_read_again_is_the_files_current_text_and_each_callers_own(tmp_path):
+    """The registry is parsed once while its bytes are unchanged: a rewrite of the same size
+    (within one tick of the file system's clock) is read anew, and an entry one caller
+    changes is not what the next caller gets."""
+    good = tmp_path / "figures.yml"
+    text = STATEMENT_BODY + '  claims:\n    - says: "One."\n      checked_by: [a]\n'
+    good.write_text(text)
+    first = registry.load_registry(good)
+    first["lin-x"].params["changed"] = 1
+    assert "changed" not in registry.load_registry(good)["lin-x"].params
+    good.write_text(text.replace('"One."', '"Two."'))  # same size
+    assert registry.load_registry(good)["lin-x"].claim_text == "Two."
+
+
 def _ledger_of(fig_id: str) -> dict[str, str]:
     from tools.qa import golden
 

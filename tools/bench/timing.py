@@ -73,7 +73,8 @@ def child_blas() -> dict[str, str]:
         cwd=root,
         timeout=120,
     )
-    return json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
+    lines = proc.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if proc.returncode == 0 and lines else {}
 
 
 @dataclass(frozen=True)

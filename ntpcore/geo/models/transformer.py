@@ -34,10 +34,8 @@ Implementation choices that do not change the function (only the cost):
 * on the trie each query attends to at most ``T`` ancestors, so the attention is written
   out (scores, masked softmax and weighted sum over the gathered keys and values) instead
   of ``scaled_dot_product_attention``, whose per-(node, head) overhead dominated at these
-  sizes; every gather is ``index_select``, whose gradient (``index_add``) sums in a fixed
-  order, so with thread-count-independent matrix products (MKL's strict CNR mode,
-  ``MKL_CBWR=AUTO,STRICT``, set by the runner) one epoch gives the same bits on any
-  number of threads (``tests/geo/test_train.py``).
+  sizes; every gather is ``index_select``.  Nothing here makes the result independent of
+  the number of threads: the runner trains on one (``OMP_NUM_THREADS=1``).
 
 Together these took one real-text epoch (forward, backward, AdamW; 1 thread) from 119 to
 101 ms (interleaved, medians of 7 rounds; 5.3 GFLOP of matrix products); the outputs agree

@@ -198,3 +198,18 @@ def test_the_table_measures_agree_with_the_package(cache):
     assert v["L_norm"] == pytest.approx(float(res["L_norm"][-1]), rel=1e-6)
     k, ref = tr.reference_at(run)
     assert int(ref["n_params"]) == int(res["n_params"])
+
+
+def test_the_grid_declares_the_real_text_word_geometry_a_known_deviation(cache):
+    """The word geometry of the real-text runs lags (the known deviation of the curves and
+    the labelled maps): the grid's word-geometry claims carry it with its band on real text,
+    its context-geometry claims and the synthetic set's claims do not."""
+    for data, deviates in ((DataConfig("text", max_contexts=24), True), (DATA, False)):
+        cfg = ex.ModelsConfig(data, TINY, models=("ufm",))
+        ledger = claims.Ledger("geo-test", "paper", defer=True)
+        training_maps.check_geometry(ledger, cfg, ex.final_geometry(cfg))
+        found = {c.id.split(":")[1]: c for c in ledger.claims}
+        word, context = found["ufm-word-geometry"], found["ufm-context-geometry"]
+        assert bool(word.known_deviation) is deviates and word.measured is not None
+        assert (word.band is not None) is deviates
+        assert not context.known_deviation and context.band is None

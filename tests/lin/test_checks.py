@@ -228,3 +228,28 @@ def test_the_path_is_certified_and_a_scaled_path_fails():
     ledger = _ledger()
     checks.reg_path(ledger, cfg, scaled)
     assert {"lin-test:path-on-sphere", "lin-test:path-kkt"} <= {c.id for c in ledger.failed()}
+
+
+def test_the_kkt_claim_certifies_a_path_point_whose_gradient_is_at_rounding_level():
+    """At B = 30 on the small set the gradient is 8e-13: its computed direction is off by
+    1e-5 in 1 - cos (as at B = 80 on the data of App. A.2, the paper profile), so a test of
+    1 - cos against round-off fails the true minimiser; the claim measures the orthogonal
+    component against its rounding bound instead, and a point off the path still fails."""
+    radii = (1.0, 10.0, 15.0, 20.0, 25.0, 30.0)  # steps the warm-started solver can take
+    cfg = E.RegPathConfig(**SMALL, radii=radii, n_steps=300, n_records=10)
+    res = E.run_reg_path(cfg)
+    assert res["n_failed"] == 0
+    data = training.data_of(cfg)
+    g = R.loss_gradient(res["path_W"][-1], data.H, data.P, data.pi)
+    assert np.linalg.norm(g) < 1e-11  # the regime of the claim's rounding bound
+    assert 1 - R.cosine(-g, res["path_W"][-1]) > 1e-8
+    ledger = _ledger()
+    checks.reg_path(ledger, cfg, res)
+    status = {c.id: c.status for c in ledger.claims}
+    assert status["lin-test:path-kkt"] == status["lin-test:path-rel-dist-f"] == "pass"
+    for k in (1, 5):  # off the path at a radius of large and of rounding-level gradient
+        moved = res["path_W"].copy()
+        moved[k] *= 1.05
+        ledger = _ledger()
+        checks.reg_path(ledger, cfg, {**res, "path_W": moved})
+        assert "lin-test:path-kkt" in {c.id for c in ledger.failed()}, k

@@ -67,7 +67,9 @@ def check_geometry(
     ``proxy-geometry``, the structural correlation of :math:`\tilde S`'s context geometry
     with :math:`L^{\mathrm{mm}}`'s, computed here from the Grams, between 0.9 and the value
     1 - 1/m^2 of identical geometries; and, in the paper profile, ``<model>-context-geometry``
-    and ``<model>-word-geometry`` (structural correlation at least 0.9 after 30 000 epochs).
+    and ``<model>-word-geometry`` (structural correlation at least 0.9 after 30 000 epochs;
+    on real text the word geometry is the known deviation of ``geo-training-curves-text``,
+    with its band).
     """
     cvx = convex_solution(cfg.data)
     cW_mm, cH_mm, _ = mm_cosines(cvx["L_mm"])
@@ -108,14 +110,27 @@ def check_geometry(
             ("context", H.T, cH_mm, "H"),
             ("word", W, cW_mm, "W"),
         ):
+            X = np.asarray(X, np.float64)
+            sc = structural_corr(cosines(X), target)
+            known_deviation = None
+            if key == "word" and cfg.data.dataset == "text":  # as in geo-training-curves-text
+                centred = structural_corr(cosines(X - X.mean(axis=0)), target)
+                known_deviation = (
+                    f"on real text (Lee corpus) the {label(name)}'s word geometry lags after "
+                    f"{cfg.protocol.n_steps:,} epochs ({sc:.2f} raw, {centred:.2f} with the mean "
+                    "word embedding removed); band: it lags (0.80-0.87 measured on 2026-11-23) "
+                    "without collapsing, as in geo-training-curves-text"
+                )
             ledger.check(
                 f"{name}-{key}-geometry",
                 rf"{label(name)}: $\cos({what})$ matches $\cos({what}^{{\mathrm{{mm}}}})$ "
                 "after 30 000 epochs (structural correlation)",
-                structural_corr(cosines(np.asarray(X, np.float64)), target),
+                sc,
                 claims.at_least(0.9),
                 source=FIG3,
                 profiles=("paper",),
+                known_deviation=known_deviation,
+                band=(0.7, 0.9) if known_deviation else None,
             )
 
 

@@ -12,7 +12,6 @@ from ntpcore.figure import claims
 from ntpcore.lin.checks.common import (
     REPRO_RTOL,
     REPRO_SOURCE,
-    ROUNDOFF,
     SOLVE_RTOL,
     SOLVE_SOURCE,
     descent_of,
@@ -50,21 +49,45 @@ def reg_path(ledger: claims.Ledger, cfg, res: dict) -> None:
         note="the multiplier is solved to 1e-8 in the norm (measured 1e-8 at B = 80)",
         digits=0,
     )
-    align = []
+    # KKT of eq. (8): -grad CE(W_B) is a positive multiple of W_B, i.e. its component
+    # orthogonal to W_B vanishes.  Far along the path the gradient is tiny (2e-12 at B = 80
+    # on the data of App. A.2) and its computed value only as good as its rounding: each
+    # entry of softmax - P carries at most (V + 3) eps of its softmax weight, so a computed
+    # gradient is off by at most (V + 3) eps sum_j pi_j ||h_j|| (first order); the solver's
+    # gradient and this one each carry that much.  The claim: the orthogonal component is
+    # within that rounding bound at every radius (and -grad points along W_B, not against).
+    V = data.P.shape[0]
+    floor = (
+        2 * (V + 3) * np.finfo(float).eps * float(np.sum(data.pi * np.linalg.norm(data.H, axis=0)))
+    )
+    ratios = []
     for w in W:
         g = ref.loss_gradient(w, data.H, data.P, data.pi)
-        align.append(1.0 - ref.cosine(-g, w))
+        u = w / np.linalg.norm(w)
+        along = float(np.vdot(g, u))
+        ratios.append(np.linalg.norm(g - along * u) / floor if along < 0 else np.inf)
     ledger.check(
         "path-kkt",
         r"$-\nabla\mathrm{CE}(\widehat W_B)$ along $\widehat W_B$ (KKT of eq. (8)): "
-        r"largest $1 - \cos$ over the radii",
-        float(max(align)),
-        claims.at_most(ROUNDOFF),
+        r"largest component of $\nabla\mathrm{CE}$ orthogonal to $\widehat W_B$ over the rounding "
+        r"bound $2(V+3)\,\epsilon\sum_j\pi_j\|h_j\|$ of two computed gradients, over the radii",
+        float(max(ratios)),
+        claims.at_most(1.0),
         source="[lin, eq. (8)]",
+        note="a point off the path (1.05 W_B in the tests) has a component of the order of its "
+        "gradient, far above this bound except where the gradient itself is at rounding level",
         digits=0,
     )
     w_end = W[-1]
     again = ref.run_metrics(w_end, data.H, data.P, data.pi, refs["F"], refs["W_star"], refs["W_mm"])
+    # The two measurements of a quantity of W_B (norm B) and W* (V x d entries each) differ
+    # by their rounding as well: at most sqrt(V d) eps (B + ||W*||) of a difference of the
+    # two matrices, relative to ||W*||, twice.  It matters where the quantity itself is at
+    # that level (the distance to W* is 8e-11 at B = 80, and the two measurements differed
+    # by 1e-15 there).
+    V, d = w_end.shape
+    n_star = float(np.linalg.norm(refs["W_star"]))
+    atol = 2 * np.sqrt(V * d) * np.finfo(float).eps * (B[-1] + n_star) / n_star
     for key, what in (
         ("cos", r"$\cos(\widehat W_B, W^{\mathrm{mm}})$"),
         ("rel_dist_F", r"$\|P_{\mathcal F}\widehat W_B - W^\star\|/\|W^\star\|$"),
@@ -74,7 +97,7 @@ def reg_path(ledger: claims.Ledger, cfg, res: dict) -> None:
             f"path-{slug(key)}",
             f"{what} at the largest $B = {B[-1]:g}$",
             ours,
-            claims.close_to(again[key], rtol=REPRO_RTOL),
+            claims.close_to(again[key], rtol=REPRO_RTOL, atol=atol),
             source="[lin, Thm. 1]",
             reference=fmt(again[key]),
             reference_source="the same minimiser measured with the independent W*, W_mm, F",
@@ -354,19 +377,3 @@ def scale(ledger: claims.Ledger, cfg, res: dict) -> None:
             reference=fmt(again[key]),
             reference_source=REPRO_SOURCE,
         )
-    steps, T = np.asarray(res["steps"]), int(res["steps"][-1])
-    i1 = int(np.argmin(np.abs(steps - T / 10)))
-    ledger.check(
-        "norm-rate",
-        r"growth of $\|P_\perp W_k\|$ per unit of $\ln k$ over the last decade, over "
-        r"$\|W^{\mathrm{mm}}\|$",
-        float(
-            (res["norm_perp"][-1] - res["norm_perp"][i1])
-            / np.log(steps[-1] / steps[i1])
-            / res["norm_mm"]
-        ),
-        claims.close_to(1.0, atol=0.15),
-        source="[lin, Thm. 2]",
-        profiles=("paper",),
-        note="the slope tends to 1; the band is calibrated on the paper run",
-    )

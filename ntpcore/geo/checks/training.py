@@ -63,6 +63,9 @@ COLLAPSE = "[geo, Sec. 2, subspace collapse]"
 REIMPL = "independent float64 re-implementation, same data and initial values"
 #: the authors' UFM run re-implemented on a synthetic set of the same structure, 30k epochs
 AUTHORS_UFM = "re-implementation of the authors' UFM run, a synthetic set of the same structure"
+#: the band of the real-text word geometry's known deviation: it lags without collapsing
+#: (0.80-0.87 measured); the grid and the labelled maps declare the same deviation
+WORD_LAG_BAND = (0.7, 0.9)
 
 
 def _shown(x: float) -> float:
@@ -328,7 +331,7 @@ def _limits(ledger: claims.Ledger, name: str, c: dict[str, Any], dataset: str) -
         )
         if text
         else None,
-        band=(0.7, 0.9) if text else None,
+        band=WORD_LAG_BAND if text else None,
     )
 
 

@@ -8,8 +8,10 @@ tolerance without a reason.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -435,3 +437,71 @@ def test_inject_refuses_a_golden_file_that_does_not_fit(tmp_path):
 def test_render_and_parse_round_trip():
     texts = ["PASS a: ...\nkey ⟦1.23 ± 0.01⟧\n", "", "line\n"]
     assert golden.parse(golden.render("lin-x", texts)) == texts
+
+
+# ------------------------------------------------------------------ the paper profile's claims
+def _skipped() -> dict[str, list[str]]:
+    """Per registered figure, the claims its quick golden file says SKIP (not evaluated)."""
+    from ntpcore.runner.registry import load_registry
+
+    return {
+        fig: sorted(k for k, tag in golden.claim_tags(fig).items() if tag == "SKIP")
+        for fig in load_registry()
+    }
+
+
+def test_every_claim_the_quick_profile_leaves_out_held_in_a_recorded_paper_run():
+    """CI runs the quick profile only: a claim it leaves out (paper-only, or at a step the
+    quick run does not reach) lands only with the record of a complete paper run where it
+    held (tests/golden/paper-claims.json, `golden_update paper`), and the record names no
+    claim that is gone."""
+    record = json.loads(golden_update.PAPER_RECORD.read_text(encoding="utf-8"))["figures"]
+    for fig, skipped in _skipped().items():
+        held = record.get(fig, {}).get("claims", {})
+        assert set(skipped) <= set(held), (
+            f"{fig}: never held in a recorded paper run: {sorted(set(skipped) - set(held))}; "
+            "run the paper profile, then `python -m tools.qa.golden_update paper book/figures`"
+        )
+        assert set(held) <= set(skipped), f"{fig}: recorded claims gone: {set(held) - set(skipped)}"
+        assert set(held.values()) <= {"pass", "known deviation"}
+        assert record[fig]["commit"] and record[fig]["dirty"] is False
+
+
+def test_the_paper_record_refuses_an_incomplete_run_another_profile_and_a_failed_claim(tmp_path):
+    def sidecars(**change) -> Path:
+        folder = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        for fig, skipped in _skipped().items():
+            claims = [{"id": f"{fig}:{k}", "status": "pass"} for k in skipped]
+            data = {"profile": "paper", "claims": claims, "git": {"commit": "c0", "dirty": False}}
+            data = change.get(fig, lambda d: d)(data)
+            if data is not None:
+                (folder / f"{fig}.json").write_text(json.dumps(data))
+        return folder
+
+    out = tmp_path / "golden"
+    out.mkdir()
+    for path in golden.GOLDEN_DIR.glob("*.txt"):
+        (out / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    record = golden_update.record_paper_run(sidecars(), out / "paper-claims.json")
+    fig = next(f for f, s in _skipped().items() if s)
+    assert set(record["figures"][fig]["claims"]) == set(_skipped()[fig])
+
+    def deviate(data, blocking=False):
+        data["claims"][0].update(status="fail", known_deviation="why", blocking=blocking)
+        return data
+
+    record = golden_update.record_paper_run(sidecars(**{fig: deviate}), out / "paper-claims.json")
+    assert "known deviation" in record["figures"][fig]["claims"].values()
+    bad = {
+        "a failed claim": lambda d: {**d, "claims": [{**d["claims"][0], "status": "fail"}]},
+        "outside its band": lambda d: deviate(d, blocking=True),
+        "not evaluated": lambda d: {**d, "claims": [{**d["claims"][0], "status": "not-evaluated"}]},
+        "another profile": lambda d: {**d, "profile": "quick"},
+        "a missing figure": lambda d: None,
+        "a missing claim": lambda d: {**d, "claims": []},
+    }
+    for what, change in bad.items():
+        with pytest.raises(printed.GoldenError, match=fig):
+            golden_update.record_paper_run(sidecars(**{fig: change}), out / "paper-claims.json")
+        assert json.loads((out / "paper-claims.json").read_text())["figures"], what

@@ -8,10 +8,11 @@ from a reproducibility report (:mod:`tools.qa.reproducibility`), for review with
 ``git diff tests/golden``.  What the files hold and how a run is compared with them:
 :mod:`tools.qa.golden`.
 
-The quick profile, which CI runs, leaves out the claims of the paper profile (their golden
-lines say ``SKIP``).  :func:`record_paper_run` keeps, in ``tests/golden/paper-claims.json``,
-which of them held in the last complete paper run (and on which commit); a test refuses a
-paper-only claim that is not there, so a new one cannot land without a paper run.
+The quick profile, which CI runs, leaves out the claims of the paper profile, and those whose
+step it does not reach (their golden lines say ``SKIP``).  :func:`record_paper_run` keeps,
+in ``tests/golden/paper-claims.json``, how they came out in the last complete paper run
+(and on which commit); a test refuses a ``SKIP`` claim that is not there, so a new one
+cannot land without a paper run.
 
 Command line::
 
@@ -38,6 +39,7 @@ from tools.qa import images
 from tools.qa.golden import (
     GOLDEN_DIR,
     Difference,
+    claim_tags,
     compare,
     executed_notebooks,
     extract,
@@ -283,10 +285,12 @@ PAPER_RECORD = GOLDEN_DIR / "paper-claims.json"
 
 
 def record_paper_run(figures: Path, path: Path = PAPER_RECORD) -> dict:
-    """Write the paper-only claims of a complete paper-profile run (the sidecars in
-    ``figures``, one per registered figure) to ``path``: per figure, the commit it ran on and
-    each claim's outcome, ``pass`` or ``known deviation`` (failed inside its band).  Refuses
-    a run that misses a figure, is not the paper profile, or has a claim that failed."""
+    """Write the claims that the quick profile leaves out (``SKIP`` in the golden files:
+    paper-only claims, and those whose step the quick run does not reach) as a complete
+    paper-profile run found them (its sidecars in ``figures``, one per registered figure) to
+    ``path``: per figure, the commit it ran on and each claim's outcome, ``pass`` or ``known
+    deviation`` (failed inside its band).  Refuses a run that misses a figure, is not the
+    paper profile, or has one of these claims failed or not evaluated."""
     from ntpcore.runner.registry import load_registry
 
     out: dict[str, dict] = {}
@@ -300,28 +304,31 @@ def record_paper_run(figures: Path, path: Path = PAPER_RECORD) -> dict:
         if data.get("profile") != "paper":
             problems.append(f"{fig_id}: profile {data.get('profile')!r}, not the paper profile")
             continue
+        found = {c["id"].removeprefix(f"{fig_id}:"): c for c in data.get("claims", [])}
         held = {}
-        for c in data.get("claims", []):
-            if list(c.get("profiles", [])) != ["paper"]:
-                continue
-            short = c["id"].removeprefix(f"{fig_id}:")
-            if c["status"] == "pass":
+        skipped = sorted(k for k, tag in claim_tags(fig_id, path.parent).items() if tag == "SKIP")
+        for short in skipped:
+            c = found.get(short)
+            if c is None:
+                problems.append(f"{fig_id}:{short}: not in the paper run")
+            elif c["status"] == "pass":
                 held[short] = "pass"
             elif c["status"] == "fail" and c.get("known_deviation") and not c.get("blocking"):
                 held[short] = "known deviation"
             else:
-                problems.append(f"{c['id']}: {c['status']} in the paper profile")
+                problems.append(f"{fig_id}:{short}: {c['status']} in the paper profile")
         git = data.get("git") or {}
         out[fig_id] = {"commit": git.get("commit"), "dirty": git.get("dirty"), "claims": held}
     if problems:
         raise GoldenError("not a complete paper run whose claims hold:\n  " + "\n  ".join(problems))
     record = {
-        "about": "the paper-only claims (SKIP in the quick goldens) and how they came out in "
-        "the last complete paper-profile run; written by "
+        "about": "the claims the quick profile leaves out (SKIP in the golden files) and how "
+        "they came out in the last complete paper-profile run; written by "
         "`python -m tools.qa.golden_update paper book/figures`",
         "figures": out,
     }
-    write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    text = json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    write_text_atomic(path, text)
     return record
 
 
@@ -346,14 +353,15 @@ def main(argv: list[str] | None = None) -> int:
         help="recompute every tolerance from this report alone (default: only widen them, "
         "keeping what earlier machines measured)",
     )
-    pap = sub.add_parser("paper", help="record the paper-only claims of a complete paper run")
+    pap = sub.add_parser("paper", help="record the SKIP claims as a complete paper run found them")
     pap.add_argument("figures", type=Path, help="the run's figure folder (make book: book/figures)")
     args = parser.parse_args(argv)
     try:
         if args.cmd == "paper":
             rec = record_paper_run(args.figures, args.golden_dir / PAPER_RECORD.name)
             n = sum(len(f["claims"]) for f in rec["figures"].values())
-            print(f"recorded {n} paper-only claim(s) of {len(rec['figures'])} figure(s)")
+            figs = len(rec["figures"])
+            print(f"recorded {n} claim(s) the quick profile leaves out, of {figs} figure(s)")
             return 0
         if args.cmd == "tolerances":
             changed = apply_tolerances(

@@ -33,7 +33,8 @@ def reg_path(ledger: claims.Ledger, cfg, res: dict) -> None:
 
     Each :math:`\widehat W_B` is certified as the minimiser of CE on the ball: it lies on
     the sphere (proof of Theorem 1, step 1) and :math:`-\nabla\mathrm{CE}(\widehat W_B)` is a
-    positive multiple of it (the KKT condition of eq. (8); the gradient by torch autograd).
+    positive multiple of it to the rounding of the computed gradients (the KKT condition of
+    eq. (8); the gradient by torch autograd).
     The quantities of Theorem 1 at the largest B are re-computed with the independent
     :math:`W^{\mathrm{mm}}`, :math:`W^\star` and F, and their limits read there.
     """

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import secrets
 import shutil
@@ -81,12 +82,13 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     write_atomic(path, lambda fh: fh.write(text.encode("utf-8")))
 
 
-def file_version(path: str | os.PathLike[str]) -> tuple[str, int, int]:
-    """A file as it is now: its resolved path, modification time (ns) and size.  A cache
-    keyed by it never returns what an older version of the file gave (a rewrite changes the
-    time or the size)."""
-    st = Path(path).stat()
-    return (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+def file_version(path: str | os.PathLike[str], data: bytes | None = None) -> tuple[str, str]:
+    """A file as it is now: its resolved path and a digest of its bytes (``data``, when the
+    caller has read them).  A cache keyed by it never returns what another version of the
+    file gave; a modification time would not do: two rewrites of one size within a tick of
+    the file system's clock share it."""
+    data = Path(path).read_bytes() if data is None else data
+    return (str(Path(path).resolve()), hashlib.blake2b(data, digest_size=16).hexdigest())
 
 
 def read_utf8_text(path: str | os.PathLike[str], what: str = "text file") -> str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import hashlib
 import math
 import re
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any
 import yaml
 
 from ntpcore.core import paths
+from ntpcore.core.io import file_version
 from ntpcore.runner.parameters import (
     ADDRESS,
     FLAGS,
@@ -131,10 +131,9 @@ class FigureEntry:
         return merged
 
 
-#: the registry last read and checked in this process, by its path and its bytes' digest (the
-#: book's build asks for it once per claim role, 956 times, and spent most of its time
-#: parsing figures.yml again; a digest, not a modification time, which two quick rewrites
-#: of one size can share)
+#: the registry last read and checked in this process, by its file's version (path and
+#: digest: the book's build asks for it once per claim role, 956 times, and spent most of
+#: its time parsing figures.yml again)
 _READ: dict[tuple[str, str], dict[str, FigureEntry]] = {}
 
 
@@ -144,19 +143,6 @@ def load_registry(path: Path | None = None) -> dict[str, FigureEntry]:
     A file read before and unchanged since is not parsed again; each call gets its own copy
     (a caller that changes an entry's parameters changes nobody else's)."""
     path = path or paths.REGISTRY
-    if not path.is_file():
-        return _read_registry(path)  # says why
-    data = path.read_bytes()
-    key = (str(path.resolve()), hashlib.blake2b(data, digest_size=16).hexdigest())
-    if key not in _READ:
-        entries = _read_registry(path, data.decode("utf-8"))
-        _READ.clear()
-        _READ[key] = entries
-    return copy.deepcopy(_READ[key])
-
-
-def _read_registry(path: Path, text: str | None = None) -> dict[str, FigureEntry]:
-    """Parse and check the registry at ``path`` (its ``text`` when already read)."""
     if not path.is_file():
         raise RegistryError(
             f"{path} does not exist"
@@ -168,8 +154,19 @@ def _read_registry(path: Path, text: str | None = None) -> dict[str, FigureEntry
                 "beside itself)"
             )
         )
+    data = path.read_bytes()
+    key = file_version(path, data)
+    if key not in _READ:
+        entries = _read_registry(path, data.decode("utf-8"))
+        _READ.clear()
+        _READ[key] = entries
+    return copy.deepcopy(_READ[key])
+
+
+def _read_registry(path: Path, text: str) -> dict[str, FigureEntry]:
+    """Parse and check the registry ``text`` read from ``path``."""
     try:
-        raw = yaml.safe_load(path.read_text() if text is None else text) or {}
+        raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise RegistryError(f"{path.name} is not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):

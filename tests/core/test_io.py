@@ -56,3 +56,18 @@ def test_a_full_disk_names_the_file_and_leaves_the_old_one(tmp_path):
     assert info.value.filename == str(target) and str(target) in str(info.value)
     assert target.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fig.png"]
+
+
+def test_a_file_version_changes_with_its_bytes_not_its_clock(tmp_path):
+    """Two rewrites of one size within a tick of the file system's clock are two versions;
+    the same bytes are one, however they were read."""
+    f = tmp_path / "a.txt"
+    f.write_text("one")
+    first = io.file_version(f)
+    st = f.stat()
+    f.write_text("two")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same modification time and size
+    assert io.file_version(f) != first
+    assert io.file_version(f) == io.file_version(f, f.read_bytes())
+    f.write_text("one")
+    assert io.file_version(f) == first

@@ -44,7 +44,7 @@ def baseline(fig_id: str) -> Path:
 # configuration with the first configuration's and with the baseline, which decoded the same
 # PNGs up to six times each (26 of its 30 s).
 @functools.lru_cache(maxsize=16)
-def _decoded(key: tuple[str, int, int]) -> np.ndarray:
+def _decoded(key: tuple[str, str]) -> np.ndarray:
     from PIL import Image
 
     with Image.open(key[0]) as im:
@@ -67,7 +67,7 @@ def rms(expected: Path, actual: Path) -> float:
 
 
 @functools.lru_cache(maxsize=4)
-def _parsed_tolerances(key: tuple[str, int, int]) -> dict[str, dict]:
+def _parsed_tolerances(key: tuple[str, str]) -> dict[str, dict]:
     data = yaml.safe_load(Path(key[0]).read_text()) or {}
     return data.get("figures", {})
 

@@ -88,6 +88,9 @@ every notebook parameter against it)::
   ``nuclear_svm_cvxpy``, ``graph_svm_cvxpy``, ``finite_component_cvxpy``); each paper's
   ``regularization_path`` and ``regularization_path_cvxpy`` return the path as a dict.
 * The notebooks' profiles are :data:`ntpcore.core.params.PROFILES`, defined once.
+* ``view``: which kind of figure a template that draws several draws (geo's trained
+  models, att's global convergence, lin's toy); a notebook's own parameter, in no
+  configuration.
 """
 
 __version__ = "0.1.0"

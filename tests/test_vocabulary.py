@@ -135,7 +135,7 @@ def test_a_parameter_a_configuration_takes_has_the_configurations_name():
     runner = {"fig_id", "profile", "n_workers", "scheduler"}  # how a notebook runs
     unknown = sorted(used - fields - runner)
     # what the notebooks take for themselves (figure choices, draws, displayed sequences)
-    assert set(unknown) <= {"first_seed", "n_seeds"}, unknown
+    assert set(unknown) <= {"first_seed", "n_seeds", "view"}, unknown
 
 
 @pytest.mark.parametrize(

@@ -1361,8 +1361,16 @@ class StatementLinks(SphinxPostTransform):
 EXECUTED_PREFIX = "book/executed/"
 
 
-def launch_paragraph(notebook: str, repo: launch.Repository) -> nodes.paragraph:
-    """The paragraph under an executed page's title: its template, on Colab and on Binder."""
+def _python_value(value: object) -> str:
+    """A registry override as the notebook's parameters cell writes it."""
+    return json.dumps(value) if isinstance(value, (str, list)) else repr(value)
+
+
+def launch_paragraph(
+    notebook: str, repo: launch.Repository, params: dict | None = None
+) -> nodes.paragraph:
+    """The paragraph under an executed page's title: its template, on Colab and on Binder,
+    and the registry's overrides (``params``) that make this page's figure from it."""
     para = nodes.paragraph(classes=["ntp-launch"])
     para += nodes.Text("Run the template notebook ")
     para += nodes.literal(text=notebook)
@@ -1370,10 +1378,16 @@ def launch_paragraph(notebook: str, repo: launch.Repository) -> nodes.paragraph:
     para += nodes.reference("", "open in Colab", refuri=launch.colab_url(repo, notebook))
     para += nodes.Text(" (installs the package first) or ")
     para += nodes.reference("", "launch on Binder", refuri=launch.binder_url(repo, notebook))
-    para += nodes.Text(
-        " (builds the repository’s environment). Its defaults make the paper figure; "
-        "a run there is an exploration and says where its outputs went."
-    )
+    para += nodes.Text(" (builds the repository’s environment). ")
+    if params:
+        para += nodes.Text("For this figure, set ")
+        for k, (name, value) in enumerate(params.items()):
+            para += nodes.Text(", " if k else "")
+            para += nodes.literal(text=f"{name} = {_python_value(value)}")
+        para += nodes.Text(" in its parameters cell (its defaults make another figure); ")
+    else:
+        para += nodes.Text("Its defaults make this figure; ")
+    para += nodes.Text("a run there is an exploration and says where its outputs went.")
     return para
 
 
@@ -1400,7 +1414,7 @@ def _add_launch_links(app, doctree) -> None:
     except launch.LaunchError as exc:
         logger.warning("ntpbook: no Colab/Binder links: %s", exc, location=docname)
         return
-    section.insert(1, launch_paragraph(entry.notebook, repo))
+    section.insert(1, launch_paragraph(entry.notebook, repo, entry.params))
     section.insert(1, backlink_paragraph(fig_id, entry.paper))
 
 

@@ -57,6 +57,17 @@ def whole_decades(ax: plt.Axes) -> tuple[float, float]:
     return lo, hi
 
 
+def bare_maps(axes: np.ndarray, row_labels: list[str]) -> None:
+    """Matrix panels without grid or ticks (entries are indices, not values), each row of
+    ``axes`` labelled on its left by ``row_labels``."""
+    for ax in np.ravel(axes):
+        ax.grid(False)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    for row, label in zip(np.atleast_2d(axes), row_labels, strict=True):
+        row[0].set_ylabel(label)
+
+
 def stamp_quick(fig: Figure, strip: float = 0.22) -> None:
     """Write a visible 'QUICK PROFILE' stamp on a figure made with the CI profile.
 

@@ -114,7 +114,7 @@ def _notebook(path: str) -> str:
 
 
 def colab_url(repo: Repository, notebook: str) -> str:
-    """Colab's page opening ``notebook`` (e.g. ``notebooks/lin_toy_solutions.ipynb``) from
+    """Colab's page opening ``notebook`` (e.g. ``notebooks/lin_toy.ipynb``) from
     GitHub, at the repository's branch."""
     path = quote(_notebook(notebook))
     return (
@@ -134,16 +134,13 @@ def binder_url(repo: Repository, notebook: str) -> str:
 
 
 _CELL = """\
-# Colab, or a Python without ntpcore: install it from the repository (a few minutes; the
-# steps are ntpcore.install's).  Where ntpcore imports, this cell does nothing.
+# Colab, or a Python without ntpcore: install it (a few minutes; ntpcore.install's steps).
 import importlib.util, subprocess, sys
 if importlib.util.find_spec("ntpcore") is None:
-    repo = "git+{url}@{branch}"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--ignore-requires-python", f"ntpcore @ {{repo}}"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--ignore-requires-python", "ntpcore @ git+{url}@{branch}"], check=True)
     importlib.invalidate_caches()
-    __import__("ntpcore.install").install.install_dependencies()
-"""
+    importlib.import_module("ntpcore.install").install_dependencies()
+"""  # noqa: E501 - the cell's pip call, one line
 
 
 def install_cell(repo: Repository | None = None) -> str:

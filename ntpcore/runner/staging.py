@@ -47,8 +47,11 @@ __all__ = [
     "SOLUTION_TAG",
     "STAGING_PREFIX",
     "Staged",
+    "VIEW_TAG_PREFIX",
     "WIDGET_MIME",
+    "cell_views",
     "destinations",
+    "keep_view",
     "new_staging",
     "relative_to_root",
     "remove_staging",
@@ -85,6 +88,12 @@ SOLUTION_PROMPTS = {
     "code_prompt_show": "Show the check of this solution",
     "code_prompt_hide": "Hide the check",
 }
+#: The tags of a cell that belongs to some *views* of a template only (``view-<name>``): a
+#: template that draws several figures of one experiment (one parameters cell, the
+#: registry's overrides choosing ``view``) marks each view's own cells, which also test
+#: ``view`` in their code, so that the template runs as it is in JupyterLab.  A figure's
+#: page keeps the cells without such a tag and those of its view (:func:`keep_view`).
+VIEW_TAG_PREFIX = "view-"
 _SOLUTION_TITLE = re.compile(r"^\*\*(?P<title>Solution[^*\n]*?)\.?\*\*[ \t]*\n?")
 FAILED_DIR = paths.ROOT / "_build" / "failed"
 #: Staging folders are ``_build/<prefix><fig_id>-*``; the prefix carries the runner's pid so
@@ -273,7 +282,7 @@ def stage_job(job: Job, staging: Path, progress: bool = True, warm: bool = False
             )
         claims = _read_claims(fig_stage, fig_id)
         _finish_sidecar(sidecar_path, job, wall, claims)
-        kernel_warnings = _finish_notebook(executed, job.entry.page_title)
+        kernel_warnings = _finish_notebook(executed, job.entry.page_title, _view(job))
         problem = _claims_problem(fig_id, job.profile, claims)
         if problem:
             return Staged(
@@ -452,20 +461,45 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 _WARNING = re.compile(r"^(?:.*?:\d+: )?(\w*Warning): (.+)$")
 
 
-def _finish_notebook(nb_path: Path, page_title: str = "") -> tuple[str, ...]:
+def cell_views(cell) -> frozenset[str]:
+    """The views a cell belongs to (its ``view-<name>`` tags; empty: every view)."""
+    tags = cell.get("metadata", {}).get("tags", [])
+    return frozenset(t[len(VIEW_TAG_PREFIX) :] for t in tags if t.startswith(VIEW_TAG_PREFIX))
+
+
+def keep_view(nb: nbformat.NotebookNode, view: str | None) -> nbformat.NotebookNode:
+    """``nb`` without the cells of other views than ``view`` (``None``: every cell kept)."""
+    if view is not None:
+        nb.cells = [c for c in nb.cells if not cell_views(c) or view in cell_views(c)]
+    return nb
+
+
+def _view(job: Job) -> str | None:
+    """The view a job draws: its ``view`` parameter, or the template's default (``None``
+    for a template without one)."""
+    if "view" in job.parameters:
+        return str(job.parameters["view"])
+    spec = parse_parameters(job.entry.notebook_path).get("view")
+    return None if spec is None else str(spec.default)
+
+
+def _finish_notebook(
+    nb_path: Path, page_title: str = "", view: str | None = None
+) -> tuple[str, ...]:
     """Prepare an executed notebook for the static book; return the warnings it printed.
 
-    Copies the display tags onto papermill's injected cell, writes the registry's
-    ``page_title`` (if any) over the notebook's title, writes the Markdown's references to
-    the book's statements and pages as links (:mod:`ntpcore.runner.bookrefs`; an unknown one
-    is a :class:`~ntpcore.runner.bookrefs.BookRefError` that fails the figure), and drops
-    live-widget outputs (tqdm progress bars, ipywidgets): without a kernel they cannot
-    render, and the book would try to fetch the widget manager from a CDN.  Notebooks show
-    a static figure of anything a widget displays.  Paths under the repository in the
-    kernel's stderr (e.g. a corrupt cache entry's warning) are written relative to it, on
-    the page and in the warnings returned, which the runner echoes on the terminal.
+    Keeps the cells of ``view`` only (:func:`keep_view`), copies the display tags onto
+    papermill's injected cell, writes the registry's ``page_title`` (if any) over the notebook's
+    title, writes the Markdown's references to the book's statements and pages as links
+    (:mod:`ntpcore.runner.bookrefs`; an unknown one is a
+    :class:`~ntpcore.runner.bookrefs.BookRefError` that fails the figure), and drops live-widget
+    outputs (tqdm progress bars, ipywidgets): without a kernel they cannot render, and the book
+    would try to fetch the widget manager from a CDN. Notebooks show a static figure of anything
+    a widget displays. Paths under the repository in the kernel's stderr (e.g. a corrupt cache
+    entry's warning) are written relative to it, on the page and in the warnings returned, which
+    the runner echoes on the terminal.
     """
-    nb = nbformat.read(nb_path, as_version=4)
+    nb = keep_view(nbformat.read(nb_path, as_version=4), view)
     root = f"{paths.ROOT}{os.sep}"
     found: list[str] = []
     index, part_keys, page_index = bookrefs.statements(), bookrefs.parts(), bookrefs.pages()

@@ -32,3 +32,16 @@ def test_whole_decades_skip_non_positive_values_and_widen_a_single_decade():
     with pytest.raises(ValueError, match="no positive"):
         plotting.whole_decades(ax)
     plt.close(fig)
+
+
+def test_bare_maps_remove_grid_and_ticks_and_label_each_row():
+    fig, axes = plt.subplots(2, 3)
+    plotting.bare_maps(axes, ["top", "bottom"])
+    for ax in axes.flat:
+        assert list(ax.get_xticks()) == [] and list(ax.get_yticks()) == []
+        assert not any(line.get_visible() for line in ax.get_xgridlines())
+    assert [row[0].get_ylabel() for row in axes] == ["top", "bottom"]
+    assert axes[0, 1].get_ylabel() == ""
+    with pytest.raises(ValueError):
+        plotting.bare_maps(axes, ["only one"])
+    plt.close(fig)

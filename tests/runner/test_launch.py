@@ -33,10 +33,10 @@ REPO = launch.Repository("https://github.com/someone/some-book", "main")
 
 # ------------------------------------------------------------------------- the links
 def test_the_links_open_the_template_at_the_branch():
-    nb = "notebooks/lin_toy_solutions.ipynb"
+    nb = "notebooks/lin_toy.ipynb"
     colab = urlsplit(launch.colab_url(REPO, nb))
     assert (colab.scheme, colab.netloc) == ("https", "colab.research.google.com")
-    assert colab.path == "/github/someone/some-book/blob/main/notebooks/lin_toy_solutions.ipynb"
+    assert colab.path == "/github/someone/some-book/blob/main/notebooks/lin_toy.ipynb"
     binder = urlsplit(launch.binder_url(REPO, nb))
     assert (binder.scheme, binder.netloc, binder.path) == (
         "https",
@@ -171,8 +171,8 @@ def test_every_template_has_the_current_install_cell_after_its_title():
     assert launch.sync() == [], "run: python -m ntpcore.runner.launch --write"
     cell = launch.install_cell()
     repo = launch.repository()
-    assert f'"git+{repo.url}@{repo.branch}"' in cell
-    assert len(cell.splitlines()) <= 10  # a few lines: the steps are ntpcore.install's
+    assert f'"ntpcore @ git+{repo.url}@{repo.branch}"' in cell
+    assert len(cell.splitlines()) <= 6  # a few lines: the steps are ntpcore.install's
     for nb_path in sorted(paths.NOTEBOOK_DIR.glob("*.ipynb")):
         nb = nbformat.read(nb_path, as_version=4)
         assert nb.cells[1].source == cell, nb_path.name
@@ -336,3 +336,19 @@ def test_in_a_checkout_a_run_by_hand_still_goes_to_the_explore_folder(tmp_path, 
     assert paths.explore_dir("lin-x") == tmp_path / "results" / "explore" / "lin-x"
     assert paths.cache_dir() == tmp_path / "results" / "cache"
     assert provenance.git_state()["commit"]  # the checkout's commit
+
+
+def test_the_launch_paragraph_says_which_overrides_make_the_pages_figure():
+    """A template serves several figures: its defaults make one, and the page of another says
+    what to set in the parameters cell (as the cell writes it)."""
+    repo = launch.Repository("https://github.com/someone/some-book", "main")
+    ntpbook = _ntpbook()
+    text = ntpbook.launch_paragraph("notebooks/x.ipynb", repo).astext()
+    assert "Its defaults make this figure" in text
+    params = {"view": "grid", "dataset": "text", "models": ["transformer", "ufm"], "lr": 0.1}
+    text = ntpbook.launch_paragraph("notebooks/x.ipynb", repo, params).astext()
+    assert (
+        'set view = "grid", dataset = "text", models = ["transformer", "ufm"], lr = 0.1 in its '
+        "parameters cell"
+    ) in text
+    assert "Its defaults make this figure" not in text

@@ -758,3 +758,71 @@ def test_figures_that_share_a_notebook_have_distinct_page_titles():
             assert all(e.page_title for e in entries), [e.fig_id for e in entries]
             titles += [e.page_title for e in entries]
     assert len(titles) == len(set(titles)), titles
+
+
+# ---------------------------------------------------------------- one template, several views
+def _views(nb_path: Path) -> tuple[list[str], str | None]:
+    spec = registry.parse_parameters(nb_path).get("view")
+    return ([] if spec is None else spec.choices), (None if spec is None else spec.default)
+
+
+def test_a_template_with_views_declares_them_and_guards_every_view_cell():
+    """A ``view-<name>`` cell belongs to a view the parameters cell offers; every view has
+    cells of its own; a view's code cell tests ``view`` itself, so that the template run as
+    it is (JupyterLab, papermill without the runner) draws the chosen view only; and the
+    figures of such a template each name a view it has (or take its default)."""
+    with_views = 0
+    for nb_path in sorted(paths.NOTEBOOK_DIR.glob("*.ipynb")):
+        nb = nbformat.read(nb_path, as_version=4)
+        choices, default = _views(nb_path)
+        tagged = [(c, staging.cell_views(c)) for c in nb.cells if staging.cell_views(c)]
+        if not tagged:
+            assert not choices, f"{nb_path.name}: a view parameter and no view cells"
+            continue
+        with_views += 1
+        assert default in choices, nb_path.name
+        assert set().union(*(v for _, v in tagged)) == set(choices), nb_path.name
+        for cell, views in tagged:
+            if cell.cell_type == "code":
+                (view,) = views
+                assert cell.source.startswith(f'if view == "{view}":\n'), cell.source[:80]
+    assert with_views >= 3  # geo's trained models, att's global convergence, lin's toy
+    for fig_id, entry in REG.items():
+        choices, default = _views(entry.notebook_path)
+        if choices:
+            assert entry.params.get("view", default) in choices, fig_id
+
+
+def test_a_figure_page_keeps_its_own_view_and_the_shared_cells():
+    nb = nbformat.v4.new_notebook()
+    shared = nbformat.v4.new_markdown_cell("# Title")
+    a = nbformat.v4.new_code_cell('if view == "a":\n    x = 1')
+    a.metadata["tags"] = ["hide-input", "view-a"]
+    b = nbformat.v4.new_markdown_cell("about b")
+    b.metadata["tags"] = ["view-b"]
+    both = nbformat.v4.new_markdown_cell("about a and b")
+    both.metadata["tags"] = ["view-a", "view-b"]
+    nb.cells = [shared, a, b, both]
+    kept = staging.keep_view(nbformat.from_dict(nb), "a").cells
+    assert [c.source for c in kept] == ["# Title", a.source, "about a and b"]
+    assert len(staging.keep_view(nbformat.from_dict(nb), None).cells) == 4
+    assert [c.source for c in staging.keep_view(nbformat.from_dict(nb), "c").cells] == ["# Title"]
+
+
+def test_the_runner_prunes_a_page_to_the_view_of_its_figure(tmp_path):
+    """The view comes from the job's parameters, else the template's default."""
+    entry = REG["geo-geometry-grid"]
+    job = planning.Job(entry, "quick", {"view": "grid"})
+    assert staging._view(job) == "grid"
+    default = planning.Job(REG["geo-trained-logits"], "quick", {})
+    assert staging._view(default) == "logits"
+    assert staging._view(planning.Job(REG["lin-reg-path"], "quick", {})) is None
+    template = nbformat.read(entry.notebook_path, as_version=4)
+    path = tmp_path / "grid.ipynb"
+    nbformat.write(template, path)
+    staging._finish_notebook(path, entry.page_title, "grid")
+    out = nbformat.read(path, as_version=4)
+    assert out.cells[0].source.startswith(f"# {entry.page_title}")
+    views = set().union(*(staging.cell_views(c) for c in out.cells))
+    assert views == {"grid"}
+    assert sum("nbval-check-output" in c.metadata.get("tags", []) for c in out.cells) == 1

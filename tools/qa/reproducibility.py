@@ -87,6 +87,13 @@ REPORT = paths.RESULTS_DIR / "reproducibility" / "report.json"
 
 _NPY_AVX2 = "X86_V4 AVX512_ICL AVX512_SPR"
 _NPY_BASE = "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"
+#: OpenBLAS core types a run can force, with the CPU flags their kernels need
+_OPENBLAS_CORES = {
+    "Nehalem": ("sse4_2",),
+    "Sandybridge": ("avx",),
+    "Haswell": ("avx2", "fma"),
+    "SkylakeX": ("avx512f",),
+}
 
 
 @dataclass(frozen=True)
@@ -131,26 +138,11 @@ CONFIGS: dict[str, Config] = {
             "numpy at baseline",
             ("sse4_2",),
         ),
-        Config(
-            "openblas-nehalem", {"OPENBLAS_CORETYPE": "Nehalem"}, "OpenBLAS Nehalem", ("sse4_2",)
-        ),
-        Config(
-            "openblas-sandybridge",
-            {"OPENBLAS_CORETYPE": "Sandybridge"},
-            "OpenBLAS Sandybridge",
-            ("avx",),
-        ),
-        Config(
-            "openblas-haswell",
-            {"OPENBLAS_CORETYPE": "Haswell"},
-            "OpenBLAS Haswell",
-            ("avx2", "fma"),
-        ),
-        Config(
-            "openblas-skylakex",
-            {"OPENBLAS_CORETYPE": "SkylakeX"},
-            "OpenBLAS SkylakeX",
-            ("avx512f",),
+        *(
+            Config(
+                f"openblas-{core.lower()}", {"OPENBLAS_CORETYPE": core}, f"OpenBLAS {core}", needs
+            )
+            for core, needs in _OPENBLAS_CORES.items()
         ),
         # OPENBLAS_THREAD_TIMEOUT=4: an idle OpenBLAS thread sleeps after 2^4 cycles instead of
         # spinning for 2^28; with two kernels of two threads each on two cores the spinning

@@ -371,9 +371,9 @@ MUTATIONS = [
 
 
         def _mutated(self, label, *args, **kwargs):
-            if label == "UFM logits $L=WH$" and self.images:
+            if label == "UFM: $L=WH$" and self.images:
                 _SEEN["ufm"] = self.images[-1].get_array()
-            elif label == "Transformer logits $L=WH$" and self.images and "ufm" in _SEEN:
+            elif label == "Transformer: $L=WH$" and self.images and "ufm" in _SEEN:
                 _applied()
                 self.images[-1].set_data(_SEEN["ufm"])
                 self.images[-1].autoscale()

@@ -92,7 +92,8 @@ pdf: $(STAMP)
 	$(VENV)/bin/jupyter-book build . --builder pdflatex --keep-going
 	@echo "The PDF is at $(CURDIR)/_build/latex/ntp-companion.pdf"
 
-# Tests: pytest (unit, theory, oracle, registry lint) on $(JOBS) workers (pytest-xdist), then
+# Tests: pytest (unit, theory, oracle, registry lint) on $(JOBS) workers (pytest-xdist; the tests
+# marked long start first and a worker that runs out takes half of the other's queue), then
 # every registered notebook in the quick profile into _build/test (so the book's own figures
 # are untouched), each executed once: every number the cells tagged nbval-check-output print
 # is compared with tests/golden/ within its measured tolerance and every figure with its
@@ -102,7 +103,7 @@ pdf: $(STAMP)
 test: unit nbval
 
 unit: $(STAMP)
-	$(PY) -m pytest -m "not slow and not paper" -q -n $(JOBS)
+	$(PY) -m pytest -m "not slow and not paper" -q -n $(JOBS) --dist worksteal
 
 nbval: $(STAMP)
 	mkdir -p $(TEST_OUT)

@@ -77,3 +77,12 @@ def cluster(tmp_path):
         env={"NTP_CACHE_DIR": str(tmp_path / "cluster")},
     ) as local:
         yield local.scheduler_address
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests marked ``long`` first, the others after them, each group in its collected
+    order.  ``make test`` hands them out with pytest-xdist's ``worksteal``: a worker that runs
+    out takes half of the other's remaining queue, so the run ends with short tests on both
+    workers, not with one core idle beside a long test that started late (the dask cluster
+    comparison, about 35 s, used to; 193 s before, 181 s after on this 2-core machine)."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

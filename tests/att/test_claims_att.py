@@ -9,6 +9,8 @@ must fail, naming the claim ``svm-exact`` [att, Graph-SVM definition], and publi
 
 from __future__ import annotations
 
+import pytest
+
 SABOTAGE = """\
 import dataclasses as _dc
 
@@ -26,6 +28,7 @@ _svm.solve_graph_svm = _scaled
 """
 
 
+@pytest.mark.long
 def test_a_wrong_graph_svm_fails_the_conceptual_figure(sabotaged_run):
     rc, printed, status = sabotaged_run("att-conceptual", SABOTAGE)
     assert rc != 0

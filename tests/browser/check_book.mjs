@@ -27,7 +27,8 @@
 // text links to its file at full size; no two pages share a title; one header bar, not two;
 // "(quick)" printed at most once outside the page's quick banner; and every page of an
 // executed notebook links back to where the book shows its figure (the figure's anchor).
-// Screenshots of a few pages at both widths go to _build/screenshots/.  Ends with
+// Screenshots of a few pages at both widths go to _build/screenshots/ (BROWSER_SHOTS=0: none;
+// CI, where nobody looks at them, saves about 25 s of rendering).  Ends with
 // "N passed, N failed".
 import { createServer } from "node:http";
 import { readFile, readdir, mkdir, stat } from "node:fs/promises";
@@ -559,6 +560,6 @@ async function selfTest() {
 const selfTesting = process.argv.includes("--self-test");
 const result = selfTesting ? await selfTest()
   : await checkSite(resolve(process.argv[2] ?? "_build/html"),
-    { shots: true, only: process.argv.slice(3) });
+    { shots: process.env.BROWSER_SHOTS !== "0", only: process.argv.slice(3) });
 console.log(`${selfTesting ? "self-test" : "browser"}: ${result.passed} passed, ${result.failed} failed`);
 process.exit(result.failed || !result.passed ? 1 : 0);

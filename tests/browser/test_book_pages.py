@@ -62,6 +62,7 @@ def test_a_dash_label_is_not_a_list_item(label):
     assert _ntpbook()._paper_label("Fig. 3") == "Fig. 3"
 
 
+@pytest.mark.long
 def test_browser_check_fails_its_negative_controls():
     chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
     if not (

@@ -276,6 +276,7 @@ def test_experiments_roundtrip(tmp_path, monkeypatch) -> None:
     assert lmm["rank_mm"] <= lmm["n_groups"] and lmm["gap"] < 1e-7
 
 
+@pytest.mark.long
 def test_proxy_instances_are_the_same_serially_on_processes_and_on_a_cluster(
     tmp_path, monkeypatch, cluster
 ) -> None:

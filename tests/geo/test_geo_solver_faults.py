@@ -21,6 +21,7 @@ def test_a_regularization_path_point_that_is_not_a_minimiser_raises():
         geo.regularization_path(ds.P, ds.pi, lams, max_iter=2, polish=False)
 
 
+@pytest.mark.long
 def test_a_path_point_the_objective_driven_solvers_leave_short_is_certified_by_newton(
     monkeypatch,
 ):

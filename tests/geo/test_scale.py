@@ -116,6 +116,7 @@ def test_scale_experiment_small(tmp_path, monkeypatch: pytest.MonkeyPatch) -> No
         sc.ScaleConfig(m_values=(5, 3))
 
 
+@pytest.mark.long
 def test_scale_ladder_is_the_same_serially_and_on_a_cluster(
     tmp_path, monkeypatch: pytest.MonkeyPatch, cluster: str
 ) -> None:

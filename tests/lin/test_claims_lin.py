@@ -9,6 +9,8 @@ and publish nothing.
 
 from __future__ import annotations
 
+import pytest
+
 SABOTAGE = """\
 import sys
 
@@ -32,6 +34,7 @@ for _module in list(sys.modules.values()):
 """
 
 
+@pytest.mark.long
 def test_a_wrong_finite_component_fails_the_toy_solutions_figure(sabotaged_run):
     rc, printed, status = sabotaged_run("lin-toy-solutions", SABOTAGE)
     assert rc != 0

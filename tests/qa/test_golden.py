@@ -281,6 +281,7 @@ def _nbval(path, replay=None) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("replay", [False, True], ids=["executing", "replaying"])
 def test_nbval_compares_the_words_and_leaves_the_numbers_to_the_golden_check(tmp_path, replay):
     """The same verdicts whether nbval executes the cells in a kernel or replays the outputs

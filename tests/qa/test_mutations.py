@@ -87,6 +87,7 @@ def test_a_mutation_must_mark_that_it_ran():
         mutations.Mutation("x", "typo", "lin", "?", ("lin-gd-direction",), "_applied()\n")
 
 
+@pytest.mark.long
 def test_swapped_labels_in_the_training_plot_fail_the_gd_figure():
     """Issue 21's example: two legend labels of Fig. 4's panel (c) swapped."""
     (mut,) = [m for m in mutations.load_catalogue() if m.name == "lin-plot-labels-swapped"]

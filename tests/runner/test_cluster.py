@@ -191,6 +191,7 @@ def _sidecars(folder):
     return out
 
 
+@pytest.mark.long
 def test_the_cluster_reproduces_the_local_runs_sidecars_and_claims(
     cluster, tmp_path, monkeypatch, capsys
 ):
@@ -224,6 +225,7 @@ def test_the_cluster_reproduces_the_local_runs_sidecars_and_claims(
     assert not any(_staging(f) for f in FIGURES)
 
 
+@pytest.mark.long
 def test_figures_start_in_the_runners_order_on_the_cluster(one_worker, dirs, monkeypatch):
     """One worker thread runs the figures one at a time: the figure another reuses first, its
     reader last (``--order reuse``), whatever the order of ``--only``."""
@@ -299,6 +301,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.long
 def test_sigterm_stops_the_notebooks_on_the_workers_and_leaves_no_staging_folder(cluster, dirs):
     entry = _entry(dirs, "lin-stop", body=BODY.replace("SLEEP", "60"))
     proc = subprocess.Popen(

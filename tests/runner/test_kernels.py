@@ -104,6 +104,7 @@ def warm_on(monkeypatch):
     gc.collect()  # a client left open would warn here (warnings are errors in the tests)
 
 
+@pytest.mark.long
 def test_a_notebook_after_another_sees_a_new_kernel(tmp_path, warm_on):
     dirty = _notebook(tmp_path / "dirty.ipynb", DIRTY)
     probe = _notebook(tmp_path / "probe.ipynb", PROBE)

@@ -183,6 +183,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.long
 def test_sigterm_says_what_was_kept_and_leaves_no_staging_folder(tmp_path):
     nb = _notebook(tmp_path / "lin_rt.ipynb", sleep=60)
     env = {
@@ -574,6 +575,7 @@ def test_a_parameter_the_notebook_refuses_is_one_line(dirs, monkeypatch, capsys,
         assert "executed copy with the traceback" in err
 
 
+@pytest.mark.long
 def test_the_corpus_scale_figure_runs_on_a_readers_text(dirs, monkeypatch, capsys):
     """Issue 22: ``--set corpus=<a text file>`` (relative to where the command runs) makes the
     corpus-scale figure and its claims for that text in results/explore/, and a text too small

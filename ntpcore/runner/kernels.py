@@ -82,14 +82,21 @@ _started_in: str = ""  # a digest of the environment it was started in
 _clients: list[Any] = []  # the kernel clients made for it since the last release_clients()
 
 
+#: The KernelManager class new kernels start with; ``None``: jupyter_client's, which starts
+#: a new process.  The mutation catalogue's workers set one that forks its kernels from a
+#: warm process (``tools.qa.zygote``).
+manager_class: Any = None
+
+
 def _manager() -> Any:
-    """A KernelManager that remembers the clients it makes.  nbclient stops the channels of
-    its client only when it owns the kernel; with ours (papermill's ``km``) it leaves them
-    open, so :func:`release_clients` closes them after each notebook (else their zmq sockets
-    are closed by the garbage collector, with a ResourceWarning, whenever it runs)."""
+    """A KernelManager (of :data:`manager_class`) that remembers the clients it makes.
+    nbclient stops the channels of its client only when it owns the kernel; with ours
+    (papermill's ``km``) it leaves them open, so :func:`release_clients` closes them after
+    each notebook (else their zmq sockets are closed by the garbage collector, with a
+    ResourceWarning, whenever it runs)."""
     from jupyter_client.manager import KernelManager
 
-    class _Remembering(KernelManager):
+    class _Remembering(manager_class or KernelManager):
         def client(self, **kwargs: Any) -> Any:
             kc = super().client(**kwargs)
             _clients.append(kc)

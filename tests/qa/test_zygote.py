@@ -62,8 +62,21 @@ def mutation_env(tmp_path, monkeypatch):
     yield tmp_path
     kernels.manager_class = None
     kernels.discard()
-    zygote.shutdown()
     gc.collect()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_zygote_for_the_module():
+    """The tests of this module share a zygote where their environments agree (a start is
+    about 2.5 s: it imports torch); it is stopped after the last."""
+    yield
+    zygote.shutdown()
+
+
+def _env():
+    """This process's environment but pytest's name of the running test (which would give
+    each test a zygote of its own)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
 
 
 def _probe(folder, forked):
@@ -95,13 +108,26 @@ def _probe(folder, forked):
 def test_a_forked_kernel_shows_a_notebook_what_a_new_one_shows(mutation_env):
     new, _ = _probe(mutation_env, forked=False)
     forked, pid = _probe(mutation_env, forked=True)
-    again, _ = _probe(mutation_env, forked=True)
-    assert zygote._zygote is not None and zygote._zygote.proc.pid != pid  # it did fork
+    again, pid_again = _probe(mutation_env, forked=True)
+    assert zygote._zygote is not None and zygote._zygote.proc.pid not in (pid, pid_again)
     assert "site ran before the package: True" in new
     assert _settled(forked) == _settled(new)
     # each global generator is seeded anew in each kernel, as in a new process
     for a, b in zip(_draws(forked), _draws(again), strict=True):
         assert a != b
+    # and each forked kernel has ended with its shutdown
+    for p in (pid, pid_again):
+        _gone(p)
+
+
+def _gone(pid):
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the forked kernel {pid} is still running after its shutdown")
 
 
 def _settled(out):
@@ -112,33 +138,28 @@ def _draws(out):
     return [line for line in out.splitlines() if line.startswith("global draw")]
 
 
-@pytest.mark.long
-def test_a_forked_kernel_ends_with_its_shutdown(mutation_env):
-    _, pid = _probe(mutation_env, forked=True)
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail(f"the forked kernel {pid} is still running after its shutdown")
+def test_the_zygote_refuses_what_is_not_a_kernel(mutation_env):
+    z = zygote._zygote_for(_env())
+    with pytest.raises(zygote.ZygoteError, match="not an ipykernel command"):
+        z.fork(["python", "-c", "pass"], _env(), str(mutation_env))
+    assert z.proc.poll() is None  # and goes on serving
 
 
 @pytest.mark.long
 def test_a_zygote_serves_one_environment_but_the_late_variables(mutation_env, monkeypatch):
-    env = dict(os.environ)
+    env = _env()
     first = zygote._zygote_for(env)
     assert zygote._zygote_for({**env, "PYTHONPATH": "/elsewhere", "NTP_CACHE_DIR": "/c"}) is first
     other = zygote._zygote_for({**env, "NTP_TEST_ANOTHER": "1", "SOME_LIBRARY_SETTING": "1"})
     assert other is not first and first.proc.wait(timeout=10) is not None
+    zygote.shutdown()  # the next test starts one in the module's environment
 
 
 def test_a_zygote_with_threads_is_refused(mutation_env):
     """Forking a process that runs threads copies only the forking one (a lock another held
     stays held): here OpenBLAS's pool, which numpy starts when it loads, with two threads."""
     with pytest.raises(zygote.ZygoteError, match="threads: forking is unsafe"):
-        zygote._zygote_for({**os.environ, "OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"})
+        zygote._zygote_for({**_env(), "OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"})
 
 
 def test_a_kernel_starts_as_a_process_when_the_zygote_cannot_fork(mutation_env, monkeypatch):
@@ -149,10 +170,3 @@ def test_a_kernel_starts_as_a_process_when_the_zygote_cannot_fork(mutation_env, 
     out, pid = _probe(mutation_env, forked=True)
     assert "site ran before the package: True" in out
     assert pid is not None
-
-
-def test_the_zygote_refuses_what_is_not_a_kernel(mutation_env):
-    z = zygote._zygote_for(dict(os.environ))
-    with pytest.raises(zygote.ZygoteError, match="not an ipykernel command"):
-        z.fork(["python", "-c", "pass"], dict(os.environ), str(mutation_env))
-    assert z.proc.poll() is None  # and goes on serving

@@ -104,6 +104,17 @@ def test_default_on_linux_without_a_local_wheel_is_the_cpu_index(tmp_path):
     assert call[-2:] == ["--index-url", CPU_INDEX]
 
 
+def test_torchs_files_are_compiled_beside_the_second_install(tmp_path):
+    """pip installs torch without compiling it; torch's files are compiled by a process of
+    their own while the second pip call runs (which compiles what it installs itself)."""
+    calls = _run_install(tmp_path, local_torch=True)
+    assert "--no-compile" in _torch_install(calls)
+    (rest,) = [c for c in calls if c[:3] == ["-m", "pip", "install"] and "-e" in c]
+    assert "--no-compile" not in rest
+    (compile_call,) = [c for c in calls if c[0] == "-c" and "compileall" in c[1]]
+    assert 'm.files("torch")' in compile_call[1] and "force=True" in compile_call[1]
+
+
 def _pins() -> dict[str, str]:
     pins = {}
     for line in CONSTRAINTS.read_text().splitlines():

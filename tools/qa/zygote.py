@@ -11,9 +11,10 @@ environment, that imports those third-party modules and then forks one child for
 kernel asked of it.  The child becomes the kernel a new process would have been:
 
 * the kernel's environment (``os.environ``), working folder and a session of its own;
-* ``sys.path`` with the ``PYTHONPATH`` entries the zygote did not have put first (the
-  mutation's folder), and then that folder's ``sitecustomize`` run, as Python's ``site``
-  runs it at start-up;
+* ``sys.path`` with the kernel's ``PYTHONPATH`` entries first (the mutation's folder; the
+  zygote itself starts without them), as Python's start-up puts them, and then that
+  folder's ``sitecustomize`` run, as Python's ``site`` runs it;
+* new seeds for the global generators of ``random`` and numpy, as a new process draws;
 * ipykernel's launcher with the kernel's arguments (connection file, log level).
 
 The zygote never imports ``ntpcore``: a mutation's ``sitecustomize`` then still runs before

@@ -71,6 +71,12 @@ def as_another_user(
         code = 0
         try:
             os.close(read_end)
+            # Loaded while still root: this Python's standard library may lie in a folder
+            # only root can read (pyenv under /root), and zipfile (numpy's .npz) loads the
+            # cp437 codec on its first use.  Whether an earlier test in this process had
+            # used it decided before whether the child could read a cache entry.
+            import encodings.cp437  # noqa: F401
+
             os.setgroups(list(groups))
             os.setgid(gid)
             os.setuid(uid)

@@ -62,7 +62,7 @@ install: $(STAMP)
 # install runs: on 2 cores, `make install` 76 s instead of 102 s (alternating runs, medians
 # of two, ratio 0.74).
 $(STAMP): pyproject.toml setup.py ntpcore/att/_steps.c ntpcore/geo/train/_adamw.c \
-          requirements/constraints.txt
+          ntpcore/geo/models/_fused.c requirements/constraints.txt
 	test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	index='$(TORCH_INDEX)'; \
@@ -79,7 +79,9 @@ $(STAMP): pyproject.toml setup.py ntpcore/att/_steps.c ntpcore/geo/train/_adamw.
 	wait $$compiling || rc=$$?; exit $$rc
 	$(PY) -c "from ntpcore.att import compiled as c; from ntpcore.geo.train import numpy_ufm as u; \
 	  print('attention descent steps:', 'compiled' if c.available() else 'numpy (' + c.unavailable_reason() + ')'); \
-	  print('UFM AdamW step:', u.adamw_kernel())"
+	  from ntpcore.geo.models import fused as f; \
+	  print('UFM AdamW step:', u.adamw_kernel()); \
+	  print('transformer attention and RMSNorm:', f.kernel() if f.kernel() == 'compiled' else 'torch (' + f.unavailable_reason() + ')')"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ntp-companion)" >/dev/null
 	touch $@
 

@@ -1,9 +1,10 @@
 """Build of the compiled extensions (:mod:`ntpcore.core.native`): ``ntpcore.att._steps``,
-the attention experiments' descent steps (:mod:`ntpcore.att.compiled`), and
-``ntpcore.geo.train._adamw``, the numpy UFM trainer's AdamW step; everything else is in
-``pyproject.toml``.
+the attention experiments' descent steps (:mod:`ntpcore.att.compiled`);
+``ntpcore.geo.train._adamw``, the numpy UFM trainer's AdamW step; and
+``ntpcore.geo.models._fused``, the transformer's attention and RMSNorm on the prefix trie
+(:mod:`ntpcore.geo.models.fused`); everything else is in ``pyproject.toml``.
 
-Both are optional: without a C compiler the install goes on and the code runs its numpy
+All three are optional: without a C compiler the install goes on and the code runs its numpy
 (or torch) path instead (the same results to rounding).  ``-ffp-contract=off``: no fused
 multiply-add but the ones the source writes, so that every CPU computes the same bits;
 ``-fno-math-errno``: ``sqrt`` without ``errno`` (vectorised; the values are the same).
@@ -19,6 +20,7 @@ setup(
         for name, source in [
             ("ntpcore.att._steps", "ntpcore/att/_steps.c"),
             ("ntpcore.geo.train._adamw", "ntpcore/geo/train/_adamw.c"),
+            ("ntpcore.geo.models._fused", "ntpcore/geo/models/_fused.c"),
         ]
     ]
 )

@@ -24,8 +24,9 @@ configuration               environment
                             it, this path does
 ``sandybridge-baseline``    OpenBLAS Sandybridge and numpy at baseline together
 ``numpy-kernels``           the compiled extensions off (``NTP_COMPILED=0``): the attention
-                            descents on numpy, the UFM's AdamW by torch (what a machine
-                            without a C compiler at install runs)
+                            descents on numpy, the UFM's AdamW by torch, the transformer's
+                            trie attention and RMSNorm in torch's operations (what a
+                            machine without a C compiler at install runs)
 ``haswell-threads-2``       ``openblas-haswell`` and ``threads-2`` together: a machine of
                             another core type whose BLAS runs two threads
 ``no-compiled-mkl``         ``numpy-kernels`` and ``mkl-compatible`` together: a machine

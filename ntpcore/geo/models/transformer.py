@@ -32,14 +32,21 @@ Implementation choices that do not change the function (only the cost):
   on the trie they run once per distinct token (157 instead of 1000 nodes on real text)
   and are gathered per node;
 * on the trie each query attends to at most ``T`` ancestors, so the attention is written
-  out (scores, masked softmax and weighted sum over the gathered keys and values) instead
+  out (scores, masked softmax and weighted sum over the ancestors' keys and values) instead
   of ``scaled_dot_product_attention``, whose per-(node, head) overhead dominated at these
-  sizes; every gather is ``index_select``.  Nothing here makes the result independent of
-  the number of threads: the runner trains on one (``OMP_NUM_THREADS=1``).
+  sizes;
+* that attention and the trie path's RMSNorms run the fused kernels of
+  :mod:`ntpcore.geo.models.fused` (compiled, one pass over the rows, a hand-written
+  backward) where the extension was built, else the same function in torch's operations.
+  Nothing here makes the result independent of the number of threads: the runner trains on
+  one (``OMP_NUM_THREADS=1``).
 
-Together these took one real-text epoch (forward, backward, AdamW; 1 thread) from 119 to
-101 ms (interleaved, medians of 7 rounds; 5.3 GFLOP of matrix products); the outputs agree
-with the previous code to float32 rounding (4e-7 relative at initialisation).
+Together the first four took one real-text epoch (forward, backward, AdamW; 1 thread) from
+119 to 101 ms (interleaved, medians of 7 rounds; 5.3 GFLOP of matrix products); the outputs
+agree with the previous code to float32 rounding (4e-7 relative at initialisation).  The
+fused kernels then took it from about 90 to 80 ms on this project's 2-core AMD EPYC (README,
+*Performance*).  The plain :meth:`Block.forward` on the (context, position) grid uses none of
+this (``torch.nn.RMSNorm``, ``scaled_dot_product_attention``): the tests compare the two.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ntpcore.geo.models.fused import rms_norm, trie_attention
 from ntpcore.geo.models.trie import PrefixTrie
 
 __all__ = ["Block", "PrefixTrie", "Transformer", "TransformerConfig"]
@@ -113,10 +121,10 @@ class Block(nn.Module):
             att = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hd)
         att = att.transpose(1, 2).reshape(B, x.shape[1], -1)  # (B, T', width)
         x = x + self.wo(att)
-        return self._ffn(x)
+        return self._ffn(x, self.ffn_norm(x))
 
-    def _ffn(self, x: torch.Tensor) -> torch.Tensor:
-        hidden = self.ffn_norm(x)
+    def _ffn(self, x: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        """``x`` plus the feed-forward of its normalised ``hidden``."""
         w1, w3 = self.w13.weight.split(self.hidden)  # row blocks of the fused w1/w3
         return x + self.w2(F.silu(F.linear(hidden, w1)) * F.linear(hidden, w3))
 
@@ -133,7 +141,8 @@ class Block(nn.Module):
         the nodes ``queries`` (q,) if given; returns (n or q, dim)."""
         nh, hd = self.n_heads, self.head_dim
         wq, wk, wv = self.wqkv.weight.split(nh * hd)  # row blocks of the fused projection
-        h = self.attention_norm(x)
+        norm = self.attention_norm
+        h = rms_norm(x, norm.weight, norm.eps)
         k, v = F.linear(h, wk), F.linear(h, wv)  # (rows of x, width)
         anc, mask = trie.ancestors, trie.mask  # (n, T)
         if queries is not None:
@@ -146,15 +155,9 @@ class Block(nn.Module):
             q = F.linear(h if own is None else h.index_select(0, own), wq)
         if own is not None:
             x = x.index_select(0, own)
-        N, T = anc.shape
-        idx = anc.reshape(-1)
-        k = k.index_select(0, idx).view(N, T, nh, hd)  # the ancestors' keys and values
-        v = v.index_select(0, idx).view(N, T, nh, hd)
-        score = (q.view(N, 1, nh, hd) * k).sum(-1) * hd**-0.5  # (N, T, nh)
-        p = torch.softmax(score.masked_fill(~mask[:, :, None], float("-inf")), dim=1)
-        att = (p.unsqueeze(-1) * v).sum(1)  # (N, nh, hd)
-        x = x + self.wo(att.reshape(N, nh * hd))  # (N, dim)
-        return self._ffn(x)
+        att = trie_attention(q, k, v, anc, mask, nh, hd**-0.5)  # (N, width)
+        x = x + self.wo(att)  # (N, dim)
+        return self._ffn(x, rms_norm(x, self.ffn_norm.weight, self.ffn_norm.eps))
 
 
 class Transformer(nn.Module):
@@ -216,7 +219,7 @@ class Transformer(nn.Module):
                 queries=trie.leaf if i == n - 1 else None,
                 rows=trie.token_row if i == 0 else None,
             )
-        return self.norm(x)  # (B, dim): the last block ran on the leaves only
+        return rms_norm(x, self.norm.weight, self.norm.eps)  # (B, dim): the leaves only
 
     def forward(self, tokens: torch.Tensor | PrefixTrie) -> torch.Tensor:
         return self.output(self.features(tokens))  # (B, V)

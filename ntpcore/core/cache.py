@@ -391,7 +391,10 @@ def cached(func: F) -> F:
 
 
 def free_first(
-    items: Sequence[T], compute: Callable[[T], Result], in_flight: Callable[[T], bool]
+    items: Sequence[T],
+    compute: Callable[[T], Result],
+    in_flight: Callable[[T], bool],
+    meanwhile: Callable[[], None] | None = None,
 ) -> list[Result]:
     """``[compute(x) for x in items]``, computing first what no other process is computing.
 
@@ -399,12 +402,19 @@ def free_first(
     when all are), so a notebook that needs several cached computations (e.g. three trained
     models) and finds one of them in another notebook's hands computes the others meanwhile
     and reads the shared one from the cache at the end, instead of waiting on its lock
-    first.  A serial run keeps the order of ``items``.
+    first.  ``meanwhile`` is called once, when only items in flight elsewhere are left and
+    before waiting for the first of them: other work the caller will need (it is not called
+    when nothing is in flight).  A serial run keeps the order of ``items``.
     """
     results: dict[int, Result] = {}
     pending = list(range(len(items)))
     while pending:
-        i = next((j for j in pending if not in_flight(items[j])), pending[0])
+        i = next((j for j in pending if not in_flight(items[j])), None)
+        if i is None:  # only items in another process's hands are left
+            if meanwhile is not None:
+                meanwhile()
+                meanwhile = None
+            i = pending[0]
         results[i] = compute(items[i])
         pending.remove(i)
     return [results[i] for i in range(len(items))]

@@ -166,6 +166,19 @@ def test_free_first_keeps_the_order_when_nothing_is_in_flight():
     ]
 
 
+def test_free_first_does_other_work_once_before_it_waits():
+    """``meanwhile`` runs once, after the free items and before the first item another
+    process holds; never when nothing is in flight."""
+    log = []
+    compute = lambda x: log.append(x) or {"x": x}  # noqa: E731
+    out = cache.free_first([1, 2, 3, 4], compute, {1, 3}.__contains__, lambda: log.append("m"))
+    assert [r["x"] for r in out] == [1, 2, 3, 4]
+    assert log == [2, 4, "m", 1, 3]
+    log.clear()
+    cache.free_first([1, 2], compute, lambda x: False, lambda: log.append("m"))
+    assert log == [1, 2]
+
+
 def test_a_lock_setting_that_is_not_on_or_off_is_refused(monkeypatch):
     monkeypatch.setenv("NTP_CACHE_LOCK", "sometimes")
     with pytest.raises(ParameterError, match="NTP_CACHE_LOCK must be"):

@@ -145,3 +145,48 @@ def test_figure_helpers(cache) -> None:
     idx = ex.nearest_records(res, (0, 10, 30))
     assert res["epoch"][idx].tolist() == [0, 10, 30]
     assert ex.snapshot(res, idx[-1])["L"].shape == (V, m)
+
+
+def test_a_notebook_that_waits_for_a_shared_run_computes_its_references_meanwhile(
+    cache, monkeypatch
+) -> None:
+    """With the transformer in another process's hands, the UFM is trained, then the
+    reference runs of both are computed (the one another process is computing is left to
+    it), then the transformer is read: the order of a ``--jobs 2`` run's second notebook."""
+    from ntpcore.geo.checks import training_reference as tr
+
+    assert ex.WHILE_WAITING["reference runs"] is tr.prefetch_references  # registered
+    setup = ex.ModelsConfig(protocol=gt.AdamWProtocol(**TINY), models=("ufm", "transformer"))
+    runs = [setup.run(m) for m in setup.models]
+    log = []
+    busy = {"transformer"}  # trained elsewhere, and so is the LSTM's reference (not asked)
+
+    def train(key, ds):
+        log.append(("train", key.run.trainer.model))
+        return {"model": key.run.trainer.model}
+
+    def reference(key, ds):
+        log.append(("reference", key.run.trainer.model))
+        return {}
+
+    train.in_flight = lambda key: key.run.trainer.model in busy
+    reference.in_flight = lambda key: key.run.trainer.model == "ufm" and "ufm-ref" in busy
+    monkeypatch.setattr(ex, "_train_run", train)
+    monkeypatch.setattr(tr, "_reference_training", reference)
+    assert [r["model"] for r in ex.train_runs(runs)] == ["ufm", "transformer"]
+    assert log == [
+        ("train", "ufm"),
+        ("reference", "ufm"),
+        ("reference", "transformer"),
+        ("train", "transformer"),
+    ]
+    # a reference another process is computing is not computed here
+    log.clear()
+    busy.add("ufm-ref")
+    ex.train_runs(runs)
+    assert log == [("train", "ufm"), ("reference", "transformer"), ("train", "transformer")]
+    # nothing in flight: no references before the checks ask for them
+    log.clear()
+    busy.clear()
+    ex.train_runs(runs)
+    assert log == [("train", "ufm"), ("train", "transformer")]

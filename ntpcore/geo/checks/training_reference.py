@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 from ntpcore.core.cache import cached
 from ntpcore.geo.checks.convex import RawSupports, finite_part_of, proxy_of
 from ntpcore.geo.data import ContextDataset
+from ntpcore.geo.experiments import training
 from ntpcore.geo.experiments.datasets import data_fingerprint, load_dataset
 from ntpcore.geo.experiments.training import RunConfig
 from ntpcore.geo.train.protocol import record_epochs
@@ -60,6 +61,7 @@ __all__ = [
     "cosines",
     "curve_values",
     "mm_cosines",
+    "prefetch_references",
     "reference_training",
     "structural_corr",
 ]
@@ -169,11 +171,33 @@ def reference_at(run: RunConfig) -> tuple[int, dict[str, Any]]:
     the last configured record epoch up to :data:`NETWORK_REFERENCE_EPOCHS` -- and the
     reference run up to it, recorded at the configured record epochs (from the
     configuration, not from the run, so that a run cut short has no record there)."""
+    k, key, ds = _reference_key(run)
+    return k, reference_training(key, ds)
+
+
+def _reference_key(run: RunConfig) -> tuple[int, ReferenceKey, ContextDataset]:
+    """The checked epoch of ``run``, the key of its reference run, and the dataset."""
     p = run.trainer.protocol
     limit = p.n_steps if run.trainer.model == "ufm" else min(p.n_steps, NETWORK_REFERENCE_EPOCHS)
     kept = tuple(int(e) for e in record_epochs(p.n_steps, p.n_records) if e <= limit)
     ds = load_dataset(run.data)
-    return kept[-1], reference_training(ReferenceKey(run, data_fingerprint(ds), kept), ds)
+    return kept[-1], ReferenceKey(run, data_fingerprint(ds), kept), ds
+
+
+def prefetch_references(runs: list[RunConfig]) -> None:
+    """Compute now the reference run of each of ``runs`` that no other process is computing
+    (a stored one is read, not computed).  Registered in
+    :data:`ntpcore.geo.experiments.training.WHILE_WAITING`: a notebook that waits for a
+    training another notebook holds (the real-text transformer, 30,000 epochs) computes
+    the references its checks will read meanwhile, and the notebook that trains it finds
+    them stored instead of computing them after it."""
+    for run in runs:
+        _, key, ds = _reference_key(run)
+        if not _reference_training.in_flight(key):
+            _reference_training(key, ds)
+
+
+training.WHILE_WAITING["reference runs"] = prefetch_references
 
 
 def record_index(res: dict[str, Any], epoch: int) -> int | None:

@@ -30,6 +30,7 @@ metrics) read, handed to the cached computations with their key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -243,13 +244,30 @@ def _train_run(key: _RunKey, ds: ContextDataset) -> dict[str, Any]:
     return train_model(ds, key.run.trainer, checkpoint=ckpt)
 
 
+#: Work a notebook can do while another process trains a run it needs, by name: each is
+#: called once with the notebook's runs, after its free runs are trained and before it waits
+#: for the others.  The checks' independent reference runs register here
+#: (:func:`ntpcore.geo.checks.training_reference.prefetch_references`), so that such a
+#: notebook computes the references its checks will read instead of idling, and the notebook
+#: that trains the shared run finds them stored.
+WHILE_WAITING: dict[str, Callable[[list[RunConfig]], None]] = {}
+
+
 def _train_prepared(runs: list[_Prepared]) -> list[dict[str, Any]]:
     """The training of each of ``runs``, in their order; a run that another process is
     training at this moment (another notebook of a ``--jobs 2`` run) is left for last
-    (:func:`ntpcore.core.cache.free_first`): this notebook trains its other models meanwhile
-    and then reads the shared one from the cache."""
+    (:func:`ntpcore.core.cache.free_first`): this notebook trains its other models meanwhile,
+    then does the work of :data:`WHILE_WAITING`, then reads the shared run from the cache."""
+
+    def meanwhile() -> None:
+        for task in WHILE_WAITING.values():
+            task([r.key.run for r in runs])
+
     return free_first(
-        runs, lambda r: _train_run(r.key, r.ds), lambda r: _train_run.in_flight(r.key)
+        runs,
+        lambda r: _train_run(r.key, r.ds),
+        lambda r: _train_run.in_flight(r.key),
+        meanwhile,
     )
 
 

@@ -19,7 +19,8 @@ Each has two implementations of one function:
   backward each (:class:`_Attention`, :class:`_RMSNorm`), one pass over the rows instead of a
   dozen tensor operations and their temporaries (the attention's gathered (N, T, H, D) keys
   and values, whose broadcast inner dimensions torch does not vectorise).  Every sum is
-  taken in a fixed order without fused multiply-adds, so every CPU computes the same bits.
+  taken in a fixed order without fused multiply-adds, so every CPU computes the same bits
+  (with the same C library: the exponential is its ``expf``).
 
 :func:`trie_attention` and :func:`rms_norm` take the compiled kernels for float32 and float64
 tensors on the CPU when the extension was built and ``NTP_COMPILED`` is not ``0``

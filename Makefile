@@ -62,7 +62,8 @@ install: $(STAMP)
 # install runs: on 2 cores, `make install` 76 s instead of 102 s (alternating runs, medians
 # of two, ratio 0.74).
 $(STAMP): pyproject.toml setup.py ntpcore/att/_steps.c ntpcore/geo/train/_adamw.c \
-          ntpcore/geo/models/_fused.c requirements/constraints.txt
+          ntpcore/geo/models/_fused.c \
+          ntpcore/geo/models/_fused_kernels.h requirements/constraints.txt
 	test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	index='$(TORCH_INDEX)'; \

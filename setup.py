@@ -16,11 +16,22 @@ FLAGS = ["-O3", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno"]
 
 setup(
     ext_modules=[
-        Extension(name, [source], extra_compile_args=FLAGS, libraries=["m"], optional=True)
-        for name, source in [
-            ("ntpcore.att._steps", "ntpcore/att/_steps.c"),
-            ("ntpcore.geo.train._adamw", "ntpcore/geo/train/_adamw.c"),
-            ("ntpcore.geo.models._fused", "ntpcore/geo/models/_fused.c"),
+        Extension(
+            name,
+            [source],
+            depends=depends,
+            extra_compile_args=FLAGS,
+            libraries=["m"],
+            optional=True,
+        )
+        for name, source, depends in [
+            ("ntpcore.att._steps", "ntpcore/att/_steps.c", []),
+            ("ntpcore.geo.train._adamw", "ntpcore/geo/train/_adamw.c", []),
+            (
+                "ntpcore.geo.models._fused",
+                "ntpcore/geo/models/_fused.c",
+                ["ntpcore/geo/models/_fused_kernels.h"],  # included once per float type
+            ),
         ]
     ]
 )

@@ -20,7 +20,7 @@ Each has two implementations of one function:
   dozen tensor operations and their temporaries (the attention's gathered (N, T, H, D) keys
   and values, whose broadcast inner dimensions torch does not vectorise).  Every sum is
   taken in a fixed order without fused multiply-adds, so every CPU computes the same bits
-  (with the same C library: the exponential is its ``expf``).
+  (with the same C library, whose ``expf`` and ``exp`` the softmax uses).
 
 :func:`trie_attention` and :func:`rms_norm` take the compiled kernels for float32 and float64
 tensors on the CPU when the extension was built and ``NTP_COMPILED`` is not ``0``

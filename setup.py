@@ -1,7 +1,7 @@
 """Build of the compiled extensions (:mod:`ntpcore.core.native`): ``ntpcore.att._steps``,
 the attention experiments' descent steps (:mod:`ntpcore.att.compiled`);
 ``ntpcore.geo.train._adamw``, the numpy UFM trainer's AdamW step; and
-``ntpcore.geo.models._fused``, the transformer's attention and RMSNorm on the prefix trie
+``ntpcore.geo.models._fused``, the transformer's attention, RMSNorm and SwiGLU gate on the prefix trie
 (:mod:`ntpcore.geo.models.fused`); everything else is in ``pyproject.toml``.
 
 All three are optional: without a C compiler the install goes on and the code runs its numpy

@@ -62,7 +62,7 @@ from ntpcore.core import paths
 from ntpcore.core.io import atomic_path, write_text_atomic
 from ntpcore.errors import ParameterError
 
-CACHE_SALT = "2026-11-29.fused"  # the transformer's fused attention and RMSNorm
+CACHE_SALT = "2026-11-29.fused-gate"  # the transformer's fused attention, RMSNorm, SwiGLU
 
 Result = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Result])

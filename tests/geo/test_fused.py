@@ -1,4 +1,4 @@
-"""The compiled attention and RMSNorm of the transformer on the prefix trie
+"""The compiled attention, RMSNorm and SwiGLU gate of the transformer on the prefix trie
 (``ntpcore/geo/models/_fused.c``) against torch's operations, outputs and gradients, and
 against finite differences; and the transformer's trie path on each against the plain
 (context, position) forward."""
@@ -130,6 +130,39 @@ def test_rms_norm_equals_torch(dtype, rtol, C):
 def test_rms_norm_bad_input_is_refused():
     with pytest.raises(DataError, match="need"):
         fused.rms_norm(torch.randn(3, 4), torch.ones(5), 1e-5)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "rtol"), [(torch.float64, 1e-13), (torch.float32, 1e-6)], ids=["f64", "f32"]
+)
+def test_swiglu_equals_torch(dtype, rtol):
+    """The gate and its gradients against torch's silu and product, over the range where
+    the float exponential is written out (|a| up to 100, past its clamps at -87 and 88)."""
+    g = torch.Generator().manual_seed(8)
+    a = torch.cat([torch.randn(4000, generator=g) * 6, torch.linspace(-100, 100, 2001)])
+    a, b = a.to(dtype).requires_grad_(), torch.randn(6001, generator=g).to(dtype).requires_grad_()
+    g_out = torch.randn(6001, generator=g).to(dtype)
+    outs = []
+    for f in (fused._SwiGLU.apply, lambda a, b: F.silu(a) * b):
+        y = f(a, b)
+        outs.append([y.detach(), *torch.autograd.grad(y, (a, b), g_out)])
+    for name, x, y in zip(["out", "da", "db"], *outs, strict=True):
+        scale = float(y.abs().max())
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=0, atol=rtol * scale, err_msg=name)
+    # elementwise too: relative error of the gate where it is not tiny
+    big = outs[1][0].abs() > 1e-3 * float(outs[1][0].abs().max())
+    rel = ((outs[0][0] - outs[1][0]).abs() / outs[1][0].abs())[big]
+    assert float(rel.max()) < (1e-12 if dtype == torch.float64 else 1e-6)
+    assert torch.autograd.gradcheck(
+        fused._SwiGLU.apply, tuple(t.detach()[:50].double().requires_grad_() for t in (a, b))
+    )
+    with torch.no_grad():  # the comparison can fail: a gate without the sigmoid
+        assert float((fused._SwiGLU.apply(a, b) - a * b).abs().max()) > 1.0
+
+
+def test_swiglu_bad_input_is_refused():
+    with pytest.raises(DataError, match="one shape"):
+        fused.swiglu(torch.randn(3, 4), torch.randn(4, 3))
 
 
 def test_kernel_follows_switch_and_device(monkeypatch):

@@ -25,7 +25,7 @@ configuration               environment
 ``sandybridge-baseline``    OpenBLAS Sandybridge and numpy at baseline together
 ``numpy-kernels``           the compiled extensions off (``NTP_COMPILED=0``): the attention
                             descents on numpy, the UFM's AdamW by torch, the transformer's
-                            trie attention and RMSNorm in torch's operations (what a
+                            trie attention, RMSNorm and SwiGLU in torch's operations (what a
                             machine without a C compiler at install runs)
 ``haswell-threads-2``       ``openblas-haswell`` and ``threads-2`` together: a machine of
                             another core type whose BLAS runs two threads

@@ -1,6 +1,7 @@
 /* The kernels of _fused.c for one floating-point type, included once per type: REAL is the
  * type, NTP_NAME(f) the function's name with the type's suffix, EXP and SQRT its
- * exponential and square root. */
+ * exponential and square root from the C library, EXP_V an exponential the compiler can
+ * vectorise (elementwise loops). */
 /* sum_i a_i b_i (c_i when c is given), in four interleaved partial sums (i mod 4) added as
  * (s0 + s1) + (s2 + s3), then the tail in order: a fixed order, four chains in flight. */
 static inline REAL NTP_NAME(dot)(const REAL *a, const REAL *b, const REAL *c, int64_t n)
@@ -187,6 +188,37 @@ int NTP_NAME(ntp_rms_norm_bwd)(int64_t R, int64_t C, const REAL *restrict x, con
             gxr[c] = rs * (w[c] * gr[c]) - coef * xr[c];
             gw[c] += gr[c] * (xr[c] * rs);
         }
+    }
+    return 0;
+}
+
+/* SwiGLU's gate, elementwise over n values: out = silu(a) b with silu(a) = a s, s = 1 / (1 +
+ * e^-a) (torch.nn.functional.silu); backward from g:  gb = g silu(a),
+ * ga = g b s (1 + a (1 - s)) (torch's silu_backward).  One pass each way, nothing saved
+ * beyond a and b. */
+NTP_CLONES
+int NTP_NAME(ntp_swiglu_fwd)(int64_t n, const REAL *restrict a, const REAL *restrict b,
+                             REAL *restrict out)
+{
+    if (n < 0)
+        return 1;
+    for (int64_t i = 0; i < n; i++) {
+        const REAL s = 1 / (1 + EXP_V(-a[i]));
+        out[i] = a[i] * s * b[i];
+    }
+    return 0;
+}
+
+NTP_CLONES
+int NTP_NAME(ntp_swiglu_bwd)(int64_t n, const REAL *restrict a, const REAL *restrict b,
+                             const REAL *restrict g, REAL *restrict ga, REAL *restrict gb)
+{
+    if (n < 0)
+        return 1;
+    for (int64_t i = 0; i < n; i++) {
+        const REAL s = 1 / (1 + EXP_V(-a[i]));
+        gb[i] = g[i] * (a[i] * s);
+        ga[i] = g[i] * b[i] * (s * (1 + a[i] * (1 - s)));
     }
     return 0;
 }

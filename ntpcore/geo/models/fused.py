@@ -1,6 +1,6 @@
 r"""Fused kernels of the transformer's blocks on the prefix trie
 (:meth:`ntpcore.geo.models.transformer.Block.forward_trie`): the attention over a node's
-ancestors, and RMSNorm.
+ancestors, RMSNorm, and the SwiGLU gate.
 
 **Attention over the trie.** Query row :math:`n` attends to the key/value rows
 ``anc[n, t]`` that ``mask[n, t]`` allows (its node's ancestors, itself included); per head,
@@ -11,21 +11,26 @@ ancestors, and RMSNorm.
 **RMSNorm** of the rows of ``x`` with gain ``w``: :math:`y = x\,w / \sqrt{\overline{x^2} +
 \epsilon}` (``torch.nn.RMSNorm``).
 
+**The SwiGLU gate** :math:`\mathrm{silu}(a) \odot b`, :math:`\mathrm{silu}(a) = a / (1 +
+e^{-a})`, between the feed-forward's matrix products.
+
 Each has two implementations of one function:
 
-* the torch path (:func:`_attention_torch`, :func:`torch.nn.functional.rms_norm`): torch's
-  operations, differentiated by autograd, on any device and dtype;
+* the torch path (:func:`_attention_torch`, :func:`torch.nn.functional.rms_norm`,
+  ``silu(a) * b``): torch's operations, differentiated by autograd, on any device and dtype;
 * the compiled kernels of ``ntpcore/geo/models/_fused.c``: a forward and a hand-written
-  backward each (:class:`_Attention`, :class:`_RMSNorm`), one pass over the rows instead of a
-  dozen tensor operations and their temporaries (the attention's gathered (N, T, H, D) keys
-  and values, whose broadcast inner dimensions torch does not vectorise).  Every sum is
-  taken in a fixed order without fused multiply-adds, so every CPU computes the same bits
-  (with the same C library, whose ``expf`` and ``exp`` the softmax uses).
+  backward each (:class:`_Attention`, :class:`_RMSNorm`, :class:`_SwiGLU`), one pass over
+  the rows instead of a dozen tensor operations and their temporaries (the attention's
+  gathered (N, T, H, D) keys and values, whose broadcast inner dimensions torch does not
+  vectorise; the gate's five passes over (nodes, 512) arrays).  Every sum is taken in a
+  fixed order without fused multiply-adds, so every CPU computes the same bits (the
+  softmax's exponential is the C library's; the gate's float exponential is written out in
+  ``_fused.c``, so that it vectorises: relative error about 1e-7).
 
-:func:`trie_attention` and :func:`rms_norm` take the compiled kernels for float32 and float64
-tensors on the CPU when the extension was built and ``NTP_COMPILED`` is not ``0``
-(:func:`kernel` says which); ``tests/geo/test_fused.py`` compares the two paths, outputs and
-gradients, and checks the compiled gradients by finite differences.
+:func:`trie_attention`, :func:`rms_norm` and :func:`swiglu` take the compiled kernels for
+float32 and float64 tensors on the CPU when the extension was built and ``NTP_COMPILED`` is
+not ``0`` (:func:`kernel` says which); ``tests/geo/test_fused.py`` compares the two paths,
+outputs and gradients, and checks the compiled gradients by finite differences.
 """
 
 from __future__ import annotations
@@ -38,7 +43,15 @@ import torch.nn.functional as F
 from ntpcore.core import native
 from ntpcore.errors import DataError
 
-__all__ = ["MAX_HEADS", "MAX_LENGTH", "kernel", "rms_norm", "trie_attention", "unavailable_reason"]
+__all__ = [
+    "MAX_HEADS",
+    "MAX_LENGTH",
+    "kernel",
+    "rms_norm",
+    "swiglu",
+    "trie_attention",
+    "unavailable_reason",
+]
 
 #: The longest context (trie depth) and the most heads the compiled attention takes
 #: (``NTP_MAX_T`` and ``NTP_MAX_H`` of the C source); longer ones run the torch path.
@@ -53,14 +66,17 @@ for _sfx, _real in (("f32", ctypes.c_float), ("f64", ctypes.c_double)):
     _SIGNATURES[f"ntp_attention_bwd_{_sfx}"] = (ctypes.c_int, [*_att] + [_PTR] * 5)
     _norm = [_I64, _I64, _PTR, _PTR, _real, _PTR, _PTR]
     _SIGNATURES[f"ntp_rms_norm_fwd_{_sfx}"] = (ctypes.c_int, _norm)
+    _SIGNATURES[f"ntp_swiglu_fwd_{_sfx}"] = (ctypes.c_int, [_I64] + [_PTR] * 3)
+    _SIGNATURES[f"ntp_swiglu_bwd_{_sfx}"] = (ctypes.c_int, [_I64] + [_PTR] * 5)
     _SIGNATURES[f"ntp_rms_norm_bwd_{_sfx}"] = (ctypes.c_int, [_I64, _I64] + [_PTR] * 6)
 _LIB, _REASON = native.load("ntpcore.geo.models._fused", _SIGNATURES)
 _SUFFIX = {torch.float32: "f32", torch.float64: "f64"}
 
 
 def kernel(x: torch.Tensor | None = None) -> str:
-    """``"compiled"`` when :func:`trie_attention` and :func:`rms_norm` run the compiled
-    kernels (on ``x``, if given: a float32 or float64 tensor on the CPU), else ``"torch"``."""
+    """``"compiled"`` when :func:`trie_attention`, :func:`rms_norm` and :func:`swiglu` run
+    the compiled kernels (on ``x``, if given: a float32 or float64 tensor on the CPU), else
+    ``"torch"``."""
     if _LIB is None or not native.enabled():
         return "torch"
     if x is not None and (x.device.type != "cpu" or x.dtype not in _SUFFIX):
@@ -199,3 +215,39 @@ class _RMSNorm(torch.autograd.Function):
         if _fn("rms_norm_bwd", x.dtype)(*x.shape, *_ptrs(x, weight, rstd, g, gx, gw)):
             raise DataError(f"rms_norm: cannot take x of shape {tuple(x.shape)}")
         return gx, gw, None
+
+
+# --------------------------------------------------------------------------- SwiGLU's gate
+
+
+def swiglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """SwiGLU's gate ``silu(a) * b`` (``torch.nn.functional.silu``), elementwise."""
+    if a.shape != b.shape:
+        raise DataError(f"a {tuple(a.shape)} and b {tuple(b.shape)} must have one shape")
+    if kernel(a) == "compiled" and a.dtype == b.dtype and a.device == b.device:
+        return _SwiGLU.apply(a, b)
+    return F.silu(a) * b
+
+
+class _SwiGLU(torch.autograd.Function):
+    """The compiled forward and backward of :func:`swiglu` (first derivatives): one pass
+    each way over ``a`` and ``b``, where torch's operations take five and keep ``silu(a)``."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        a, b = a.contiguous(), b.contiguous()
+        out = torch.empty_like(a)
+        if _fn("swiglu_fwd", a.dtype)(a.numel(), *_ptrs(a, b, out)):
+            raise DataError("swiglu: cannot take these tensors")
+        ctx.save_for_backward(a, b)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        g = grad.contiguous()
+        ga, gb = torch.empty_like(a), torch.empty_like(b)
+        if _fn("swiglu_bwd", a.dtype)(a.numel(), *_ptrs(a, b, g, ga, gb)):
+            raise DataError("swiglu: cannot take these tensors")
+        return ga, gb

@@ -35,7 +35,7 @@ Implementation choices that do not change the function (only the cost):
   out (scores, masked softmax and weighted sum over the ancestors' keys and values) instead
   of ``scaled_dot_product_attention``, whose per-(node, head) overhead dominated at these
   sizes;
-* that attention and the trie path's RMSNorms run the fused kernels of
+* that attention, the trie path's RMSNorms and its SwiGLU gates run the fused kernels of
   :mod:`ntpcore.geo.models.fused` (compiled, one pass over the rows, a hand-written
   backward) where the extension was built, else the same function in torch's operations.
   Nothing here makes the result independent of the number of threads: the runner trains on
@@ -44,8 +44,9 @@ Implementation choices that do not change the function (only the cost):
 The choices above but the last took one real-text epoch (forward, backward, AdamW; 1 thread)
 from 119 to 101 ms (interleaved, medians of 7 rounds; 5.3 GFLOP of matrix products); the
 outputs agree with the previous code to float32 rounding (4e-7 relative at initialisation).
-The fused kernels then took it from 89.5 to 80.1 ms on this project's 2-core AMD EPYC
-(medians of 5 interleaved rounds of 80 epochs against ``NTP_COMPILED=0``, 2026-11-29).  The
+The fused kernels then took it from 86.9 to 76.6 ms on this project's 2-core AMD EPYC
+(medians of 5 interleaved rounds of 80 epochs against ``NTP_COMPILED=0``, ranges 85.6-87.9
+and 73.7-78.6 ms, 2026-11-29).  The
 plain :meth:`Block.forward` on the (context, position) grid uses none of this
 (``torch.nn.RMSNorm``, ``scaled_dot_product_attention``): the tests compare the two.
 """
@@ -59,7 +60,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ntpcore.geo.models.fused import rms_norm, trie_attention
+from ntpcore.geo.models.fused import rms_norm, swiglu, trie_attention
 from ntpcore.geo.models.trie import PrefixTrie
 
 __all__ = ["Block", "PrefixTrie", "Transformer", "TransformerConfig"]
@@ -122,12 +123,13 @@ class Block(nn.Module):
             att = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hd)
         att = att.transpose(1, 2).reshape(B, x.shape[1], -1)  # (B, T', width)
         x = x + self.wo(att)
-        return self._ffn(x, self.ffn_norm(x))
+        return self._ffn(x, self.ffn_norm(x), lambda a, b: F.silu(a) * b)
 
-    def _ffn(self, x: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
-        """``x`` plus the feed-forward of its normalised ``hidden``."""
+    def _ffn(self, x: torch.Tensor, hidden: torch.Tensor, gate) -> torch.Tensor:
+        """``x`` plus the feed-forward of its normalised ``hidden``; ``gate(a, b)`` is
+        ``silu(a) * b``."""
         w1, w3 = self.w13.weight.split(self.hidden)  # row blocks of the fused w1/w3
-        return x + self.w2(F.silu(F.linear(hidden, w1)) * F.linear(hidden, w3))
+        return x + self.w2(gate(F.linear(hidden, w1), F.linear(hidden, w3)))
 
     def forward_trie(
         self,
@@ -158,7 +160,7 @@ class Block(nn.Module):
             x = x.index_select(0, own)
         att = trie_attention(q, k, v, anc, mask, nh, hd**-0.5)  # (N, width)
         x = x + self.wo(att)  # (N, dim)
-        return self._ffn(x, rms_norm(x, self.ffn_norm.weight, self.ffn_norm.eps))
+        return self._ffn(x, rms_norm(x, self.ffn_norm.weight, self.ffn_norm.eps), swiglu)
 
 
 class Transformer(nn.Module):

@@ -159,7 +159,7 @@ def test_a_notebook_that_waits_for_a_shared_run_computes_its_references_meanwhil
     setup = ex.ModelsConfig(protocol=gt.AdamWProtocol(**TINY), models=("ufm", "transformer"))
     runs = [setup.run(m) for m in setup.models]
     log = []
-    busy = {"transformer"}  # trained elsewhere, and so is the LSTM's reference (not asked)
+    busy = {"transformer"}  # another process trains the transformer
 
     def train(key, ds):
         log.append(("train", key.run.trainer.model))

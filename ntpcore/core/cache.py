@@ -62,7 +62,7 @@ from ntpcore.core import paths
 from ntpcore.core.io import atomic_path, write_text_atomic
 from ntpcore.errors import ParameterError
 
-CACHE_SALT = "2026-11-29.fused-gate"  # the transformer's fused attention, RMSNorm, SwiGLU
+CACHE_SALT = "2026-11-29.onednn"  # the transformer's and the LSTM's products by oneDNN
 
 Result = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Result])

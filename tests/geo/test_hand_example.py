@@ -30,9 +30,13 @@ def test_the_path_has_rank_two_and_collapses_exactly_in_the_max_margin_direction
     assert np.max(res["sigma_third"] / res["sigma"].max(axis=1)) < 1e-6
     contexts, words = res["contexts"], res["words"]
     # contexts 1 and 2 (and words 1 and 2): the same max-margin coordinate, opposite
-    # in-support ones; the logits are the inner products of the two coordinates
-    assert np.allclose(contexts[:, 0, 1], contexts[:, 1, 1], rtol=1e-6)
-    assert np.allclose(contexts[:, 0, 0], -contexts[:, 1, 0], rtol=1e-6)
+    # in-support ones, to the accuracy the path certifies (its optimality conditions to
+    # 1e-5, relative; at lambda = 1e-5 the in-support coordinates agreed to 2e-6 on an AMD
+    # EPYC of family 26, to below 1e-6 on family 25); the logits are the inner products of
+    # the two coordinates
+    tol = 1e-5
+    assert np.allclose(contexts[:, 0, 1], contexts[:, 1, 1], rtol=tol, atol=0)
+    assert np.allclose(contexts[:, 0, 0], -contexts[:, 1, 0], rtol=tol, atol=0)
     assert np.allclose(np.einsum("kzc,kjc->kzj", words, contexts), res["L"], atol=1e-8)
     # the in-support coordinates settle at +-sqrt(a), a = log(p/(1-p))/2
     assert contexts[-1, 0, 0] == pytest.approx(np.sqrt(0.5 * np.log(2)), rel=1e-3)

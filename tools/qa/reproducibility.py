@@ -14,14 +14,16 @@ configuration               environment
                             Sandybridge, Haswell, SkylakeX
 ``threads-2``               OpenBLAS on two threads (the runner keeps torch on one); idle
                             threads sleep at once (``OPENBLAS_THREAD_TIMEOUT``)
-``torch-avx2``              torch's kernels and MKL at AVX2 (``ATEN_CPU_CAPABILITY``,
-                            ``MKL_ENABLE_INSTRUCTIONS``)
+``torch-avx2``              torch's kernels, MKL and oneDNN at AVX2 (``ATEN_CPU_CAPABILITY``,
+                            ``MKL_ENABLE_INSTRUCTIONS``, ``ONEDNN_MAX_CPU_ISA``)
 ``torch-default``           torch's scalar kernels (``ATEN_CPU_CAPABILITY=default``): no
                             vectorised exp, softmax or reductions
-``mkl-compatible``          MKL's vendor-neutral code path (``MKL_CBWR=COMPATIBLE``).  MKL
-                            picks its kernels by CPU, vendor included, so two CPUs with the
-                            same AVX-512 can differ; capping the instructions does not show
-                            it, this path does
+``mkl-compatible``          every product by MKL, on its vendor-neutral code path
+                            (``MKL_CBWR=COMPATIBLE``), the transformer's and the LSTM's
+                            too (``NTP_ONEDNN=0``: torch's ``linear``, not oneDNN's).
+                            MKL picks its kernels by CPU, vendor included, so two CPUs
+                            with the same AVX-512 can differ; capping the instructions
+                            does not show it, this path does
 ``sandybridge-baseline``    OpenBLAS Sandybridge and numpy at baseline together
 ``numpy-kernels``           the compiled extensions off (``NTP_COMPILED=0``): the attention
                             descents on numpy, the UFM's AdamW by torch, the transformer's
@@ -156,12 +158,20 @@ CONFIGS: dict[str, Config] = {
         ),
         Config(
             "torch-avx2",
-            {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
-            "torch and MKL at AVX2",
+            {
+                "ATEN_CPU_CAPABILITY": "avx2",
+                "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+                "ONEDNN_MAX_CPU_ISA": "AVX2",
+            },
+            "torch, MKL and oneDNN at AVX2",
             ("avx2", "fma"),
         ),
         Config("torch-default", {"ATEN_CPU_CAPABILITY": "default"}, "torch's scalar kernels"),
-        Config("mkl-compatible", {"MKL_CBWR": "COMPATIBLE"}, "MKL's vendor-neutral path"),
+        Config(
+            "mkl-compatible",
+            {"MKL_CBWR": "COMPATIBLE", "NTP_ONEDNN": "0"},
+            "every product by MKL's vendor-neutral path",
+        ),
         Config("numpy-kernels", {"NTP_COMPILED": "0"}, "compiled extensions off"),
     ]
 }

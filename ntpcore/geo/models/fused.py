@@ -1,6 +1,7 @@
 r"""Fused kernels of the transformer's blocks on the prefix trie
 (:meth:`ntpcore.geo.models.transformer.Block.forward_trie`): the attention over a node's
-ancestors, RMSNorm, and the SwiGLU gate.
+ancestors, RMSNorm, and the SwiGLU gate; and the matrix products of that path and of the
+LSTM's (:func:`linear`, by oneDNN).
 
 **Attention over the trie.** Query row :math:`n` attends to the key/value rows
 ``anc[n, t]`` that ``mask[n, t]`` allows (its node's ancestors, itself included); per head,
@@ -27,6 +28,12 @@ Each has two implementations of one function:
   softmax's exponential is the C library's; the gate's float exponential is written out in
   ``_fused.c``, so that it vectorises: relative error about 1e-7).
 
+**Matrix products.** :func:`linear` is ``torch.nn.functional.linear``; on the CPU in
+float32 its forward and its backward's two products run oneDNN's kernels (torch's operator
+``mkldnn._linear_pointwise``) instead of MKL's, where torch was built with oneDNN and
+``NTP_ONEDNN`` is not ``0`` (:func:`product` says which); ``tests/geo/test_linear.py``
+compares the two.
+
 :func:`trie_attention`, :func:`rms_norm` and :func:`swiglu` take the compiled kernels for
 float32 and float64 tensors on the CPU when the extension was built and ``NTP_COMPILED`` is
 not ``0`` (:func:`kernel` says which); ``tests/geo/test_fused.py`` compares the two paths,
@@ -36,6 +43,7 @@ outputs and gradients, and checks the compiled gradients by finite differences.
 from __future__ import annotations
 
 import ctypes
+import os
 
 import torch
 import torch.nn.functional as F
@@ -47,6 +55,8 @@ __all__ = [
     "MAX_HEADS",
     "MAX_LENGTH",
     "kernel",
+    "linear",
+    "product",
     "rms_norm",
     "swiglu",
     "trie_attention",
@@ -251,3 +261,66 @@ class _SwiGLU(torch.autograd.Function):
         if _fn("swiglu_bwd", a.dtype)(a.numel(), *_ptrs(a, b, g, ga, gb)):
             raise DataError("swiglu: cannot take these tensors")
         return ga, gb
+
+
+# --------------------------------------------------------------------------- matrix products
+
+#: oneDNN's matrix product in torch (the operator its compiler uses for linear layers on the
+#: CPU), or None where torch was built without oneDNN.
+_ONEDNN = (
+    getattr(torch.ops.mkldnn, "_linear_pointwise", None)
+    if torch.backends.mkldnn.is_available()
+    else None
+)
+
+
+def product(x: torch.Tensor | None = None) -> str:
+    """``"onednn"`` when :func:`linear` multiplies by oneDNN (on ``x``, if given: a float32
+    tensor on the CPU), else ``"torch"`` (``torch.nn.functional.linear``: MKL on x86)."""
+    if _ONEDNN is None or os.environ.get("NTP_ONEDNN", "1") == "0":
+        return "torch"
+    if x is not None and (x.device.type != "cpu" or x.dtype != torch.float32):
+        return "torch"
+    return "onednn"
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x @ weight.T (+ bias)`` for ``x`` (N, C), ``weight`` (K, C), ``bias`` (K,):
+    ``torch.nn.functional.linear(x, weight, bias)``.
+
+    On the CPU in float32 (:func:`product`) the three products of a step (this one, and
+    the backward's ``grad @ weight`` and ``grad.T @ x``) are oneDNN's: MKL, which torch's
+    own products call on x86, takes its AVX2 kernels on AMD CPUs, while oneDNN takes what
+    the CPU has (AVX-512).  The two agree to float32 rounding (the sums run in another
+    order); ``NTP_ONEDNN=0`` keeps torch's product."""
+    if x.ndim != 2 or weight.ndim != 2 or x.shape[1] != weight.shape[1]:
+        raise DataError(f"x {tuple(x.shape)} and weight {tuple(weight.shape)}: need (N, C), (K, C)")
+    if bias is not None and bias.shape != (weight.shape[0],):
+        raise DataError(f"bias {tuple(bias.shape)}: need ({weight.shape[0]},)")
+    same = all(t.dtype == x.dtype and t.device == x.device for t in (weight, bias) if t is not None)
+    if product(x) == "onednn" and same:
+        return _Linear.apply(x, weight, bias)
+    return F.linear(x, weight, bias)
+
+
+def _onednn(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``a @ b.T (+ bias)`` by oneDNN (``a``, ``b`` may be transposed views)."""
+    return _ONEDNN(a, b, bias, "none", [], "")
+
+
+class _Linear(torch.autograd.Function):
+    """:func:`linear` with each of its products by oneDNN."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        return _onednn(x, weight, bias)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad
+        gx = _onednn(grad, weight.t()) if need_x else None
+        gw = _onednn(grad.t(), x.t()) if need_w else None
+        return gx, gw, grad.sum(0) if need_b else None

@@ -21,7 +21,10 @@ depth 1 has no recurrent term (:math:`h_0 = c_0 = 0`).  On the real-text set (42
 of length 5; 1000 nodes, 575 of them parents, 157 tokens) one epoch (forward + backward)
 is about 0.94 GFLOP of matrix products instead of 3.3 for ``nn.LSTM`` on the (context,
 position) grid; ``tests/geo/test_models.py`` checks outputs and gradients against
-``nn.LSTM``'s forward.
+``nn.LSTM``'s forward.  The two projections are oneDNN's products on the CPU in float32
+(:func:`ntpcore.geo.models.fused.linear`): an epoch took 9.9 ms against 13.6 ms with
+torch's ``linear`` (MKL) on an AMD EPYC of family 26, medians of 5 interleaved rounds of 80
+epochs, ranges 9.8-11.5 and 13.4-15.0 ms (2026-11-29).
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from ntpcore.geo.models.fused import linear
 from ntpcore.geo.models.trie import PrefixTrie
 
 
@@ -101,7 +104,7 @@ class LSTMModel(nn.Module):
                 getattr(self.lstm, f"{name}_l{layer}")
                 for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
             )
-            pre = F.linear(x, w_ih, b_ih + b_hh)  # (k or n, 4 dim) input projection
+            pre = linear(x, w_ih, b_ih + b_hh)  # (k or n, 4 dim) input projection
             if layer == 0:
                 pre = pre.index_select(0, trie.token_row)  # (n, 4 dim): per token, then node
             hs = self._recur_trie(pre.split(sizes), w_hh, trie)
@@ -129,7 +132,7 @@ class LSTMModel(nn.Module):
             h = torch.sigmoid(o) * torch.tanh(c)
             hs.append(h)
             if t + 1 < len(pre):  # W_hh h once per parent, gathered per child
-                rec, c_prev = F.linear(h, w_hh), c
+                rec, c_prev = linear(h, w_hh), c
         return hs
 
     def forward(self, tokens: torch.Tensor | PrefixTrie) -> torch.Tensor:

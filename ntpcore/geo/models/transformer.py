@@ -37,7 +37,9 @@ Implementation choices that do not change the function (only the cost):
   sizes;
 * that attention, the trie path's RMSNorms and its SwiGLU gates run the fused kernels of
   :mod:`ntpcore.geo.models.fused` (compiled, one pass over the rows, a hand-written
-  backward) where the extension was built, else the same function in torch's operations.
+  backward) where the extension was built, else the same function in torch's operations;
+  its matrix products (forward and backward) are oneDNN's on the CPU in float32
+  (:func:`~ntpcore.geo.models.fused.linear`).
   Nothing here makes the result independent of the number of threads: the runner trains on
   one (``OMP_NUM_THREADS=1``).
 
@@ -46,9 +48,13 @@ from 119 to 101 ms (interleaved, medians of 7 rounds; 5.3 GFLOP of matrix produc
 outputs agree with the previous code to float32 rounding (4e-7 relative at initialisation).
 The fused kernels then took it from 86.9 to 76.6 ms on this project's 2-core AMD EPYC
 (medians of 5 interleaved rounds of 80 epochs against ``NTP_COMPILED=0``, ranges 85.6-87.9
-and 73.7-78.6 ms, 2026-11-29).  The
+and 73.7-78.6 ms, 2026-11-29).  The trie path's matrix products are oneDNN's
+(:func:`ntpcore.geo.models.fused.linear`): on an AMD EPYC of family 26 an epoch took
+37.7 ms against 60.6 ms with torch's (MKL's AVX2 kernels; ``NTP_ONEDNN=0``), medians of 5
+interleaved rounds of 80 epochs, ranges 36.4-38.3 and 58.8-62.5 ms (2026-11-29).  The
 plain :meth:`Block.forward` on the (context, position) grid uses none of this
-(``torch.nn.RMSNorm``, ``scaled_dot_product_attention``): the tests compare the two.
+(``torch.nn.RMSNorm``, ``scaled_dot_product_attention``, ``nn.Linear``): the tests compare
+the two.
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ntpcore.geo.models.fused import rms_norm, swiglu, trie_attention
+from ntpcore.geo.models.fused import linear, rms_norm, swiglu, trie_attention
 from ntpcore.geo.models.trie import PrefixTrie
 
 __all__ = ["Block", "PrefixTrie", "Transformer", "TransformerConfig"]
@@ -123,13 +129,13 @@ class Block(nn.Module):
             att = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hd)
         att = att.transpose(1, 2).reshape(B, x.shape[1], -1)  # (B, T', width)
         x = x + self.wo(att)
-        return self._ffn(x, self.ffn_norm(x), lambda a, b: F.silu(a) * b)
+        return self._ffn(x, self.ffn_norm(x), lambda a, b: F.silu(a) * b, F.linear)
 
-    def _ffn(self, x: torch.Tensor, hidden: torch.Tensor, gate) -> torch.Tensor:
+    def _ffn(self, x: torch.Tensor, hidden: torch.Tensor, gate, mm) -> torch.Tensor:
         """``x`` plus the feed-forward of its normalised ``hidden``; ``gate(a, b)`` is
-        ``silu(a) * b``."""
+        ``silu(a) * b``, ``mm(a, w)`` is ``a @ w.T``."""
         w1, w3 = self.w13.weight.split(self.hidden)  # row blocks of the fused w1/w3
-        return x + self.w2(gate(F.linear(hidden, w1), F.linear(hidden, w3)))
+        return x + mm(gate(mm(hidden, w1), mm(hidden, w3)), self.w2.weight)
 
     def forward_trie(
         self,
@@ -146,21 +152,22 @@ class Block(nn.Module):
         wq, wk, wv = self.wqkv.weight.split(nh * hd)  # row blocks of the fused projection
         norm = self.attention_norm
         h = rms_norm(x, norm.weight, norm.eps)
-        k, v = F.linear(h, wk), F.linear(h, wv)  # (rows of x, width)
+        k, v = linear(h, wk), linear(h, wv)  # (rows of x, width)
         anc, mask = trie.ancestors, trie.mask  # (n, T)
         if queries is not None:
             anc, mask = anc.index_select(0, queries), mask.index_select(0, queries)
         own = queries if rows is None else rows if queries is None else rows[queries]
         if rows is not None:  # few distinct tokens: q per token, then per node
-            q = F.linear(h, wq).index_select(0, own)
+            q = linear(h, wq).index_select(0, own)
             anc = rows[anc]
         else:
-            q = F.linear(h if own is None else h.index_select(0, own), wq)
+            q = linear(h if own is None else h.index_select(0, own), wq)
         if own is not None:
             x = x.index_select(0, own)
         att = trie_attention(q, k, v, anc, mask, nh, hd**-0.5)  # (N, width)
-        x = x + self.wo(att)  # (N, dim)
-        return self._ffn(x, rms_norm(x, self.ffn_norm.weight, self.ffn_norm.eps), swiglu)
+        x = x + linear(att, self.wo.weight)  # (N, dim)
+        h = rms_norm(x, self.ffn_norm.weight, self.ffn_norm.eps)
+        return self._ffn(x, h, swiglu, linear)
 
 
 class Transformer(nn.Module):

@@ -82,7 +82,8 @@ $(STAMP): pyproject.toml setup.py ntpcore/att/_steps.c ntpcore/geo/train/_adamw.
 	  print('attention descent steps:', 'compiled' if c.available() else 'numpy (' + c.unavailable_reason() + ')'); \
 	  from ntpcore.geo.models import fused as f; \
 	  print('UFM AdamW step:', u.adamw_kernel()); \
-	  print('transformer attention, RMSNorm, SwiGLU:', f.kernel() if f.kernel() == 'compiled' else 'torch (' + f.unavailable_reason() + ')')"
+	  print('transformer attention, RMSNorm, SwiGLU:', f.kernel() if f.kernel() == 'compiled' else 'torch (' + f.unavailable_reason() + ')'); \
+	  print('transformer and LSTM products (float32, CPU):', f.product())"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ntp-companion)" >/dev/null
 	touch $@
 

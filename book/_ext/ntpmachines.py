@@ -48,6 +48,7 @@ def _selected(probe: dict) -> str:
     return (
         f"numpy {feats}; OpenBLAS {probe.get('openblas_core') or '?'}"
         f" ({probe.get('openblas_threads', '1')} thread(s)); torch {probe.get('torch_capability')}"
+        + (f", products {probe['torch_products']}" if "torch_products" in probe else "")
     )
 
 

@@ -30,6 +30,7 @@ from ntpcore.att.checks.retrace import descent as retrace  # noqa: E402
 from ntpcore.att.data import sample_dataset  # noqa: E402
 from ntpcore.att.descent import run_descent  # noqa: E402
 from ntpcore.att.dynamics import attention_weights, make_problem  # noqa: E402
+from ntpcore.errors import SolverError  # noqa: E402
 from ntpcore.figure import claims  # noqa: E402
 from ntpcore.figure.sourcedata import FigureDataError, check  # noqa: E402
 
@@ -121,6 +122,20 @@ def test_the_path_in_full_coordinates_equals_the_rooms():
     ours = references.path_solve(data.E, data.tokens, data.labels, radii)
     room = regularization_path(data.E, data.tokens, data.labels, radii)["W"]
     assert np.max(np.linalg.norm(ours - room, axis=(1, 2)) / radii) <= 1e-4
+
+
+def test_the_path_tries_its_next_tolerance_and_names_every_status(monkeypatch):
+    """A point that ends "optimal_inaccurate" at the first tolerance is solved at the next;
+    where none ends optimal, the error names each status (an impossible gap: 1e-30)."""
+    data = _random(0)
+    never = {"tol_gap_abs": 1e-30, "tol_gap_rel": 1e-30, "tol_feas": 1e-30}
+    monkeypatch.setattr(references, "PATH_TOLS", (never, references.PATH_TOLS[1]))
+    ours = references.path_solve(data.E, data.tokens, data.labels, [1.0])
+    room = regularization_path(data.E, data.tokens, data.labels, [1.0])["W"]
+    assert np.linalg.norm(ours - room) <= 1e-4
+    monkeypatch.setattr(references, "PATH_TOLS", (never, never))
+    with pytest.raises(SolverError, match=r"R = 1\.0: .*1e-30.*, .*1e-30"):
+        references.path_solve(data.E, data.tokens, data.labels, [1.0])
 
 
 def test_the_statistics_equal_the_rooms():

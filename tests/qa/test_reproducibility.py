@@ -14,6 +14,7 @@ import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from ntpcore.geo.models import fused  # noqa: E402
 from tools.qa import golden, images, reproducibility  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
@@ -95,6 +96,11 @@ def test_the_probe_reports_what_a_configuration_selects():
     info = reproducibility.probe({"OPENBLAS_NUM_THREADS": "2"})
     assert info["openblas_threads"] == "2"
     assert info["torch_capability"]
+    assert info["torch_products"] == fused.product()  # oneDNN's where torch has it
+    assert (
+        reproducibility.probe(reproducibility.CONFIGS["mkl-compatible"].env)["torch_products"]
+        == "torch"
+    )
     if reproducibility.platform.machine() == "x86_64":
         assert reproducibility.probe({"OPENBLAS_CORETYPE": "Nehalem"})["openblas_core"] == "Nehalem"
 

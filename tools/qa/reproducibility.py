@@ -215,10 +215,12 @@ try:
 except ImportError:
     feats = {}
 import torch
+from ntpcore.geo.models.fused import product
 names = ["X86_V2", "X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR", "ASIMD", "SVE"]
 print(json.dumps({
     "numpy_features": [n for n in names if feats.get(n)],
     "torch_capability": torch.backends.cpu.get_cpu_capability(),
+    "torch_products": product(),
     "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "1"),
 }))
 a = np.ones((64, 64)); a @ a
@@ -226,7 +228,9 @@ a = np.ones((64, 64)); a @ a
 
 
 def probe(env: dict[str, str]) -> dict:
-    """What numpy, OpenBLAS and torch select under ``env`` (read in a fresh interpreter)."""
+    """What numpy, OpenBLAS and torch select under ``env`` (read in a fresh interpreter),
+    and whose products the transformer and the LSTM take
+    (:func:`~ntpcore.geo.models.fused.product`)."""
     full = {**os.environ, **env, "OPENBLAS_VERBOSE": "2"}
     out = subprocess.run(
         [sys.executable, "-c", _PROBE], env=full, capture_output=True, text=True, timeout=300
@@ -569,7 +573,8 @@ def main(argv: list[str] | None = None) -> int:
         p = meta["probe"]
         print(
             f"    numpy {'/'.join(p['numpy_features']) or '-'}, OpenBLAS {p['openblas_core']}, "
-            f"torch {p['torch_capability']}; runner exit {meta['returncode']}",
+            f"torch {p['torch_capability']} (products: {p.get('torch_products', '?')}); "
+            f"runner exit {meta['returncode']}",
             flush=True,
         )
     col = collect(names, only=args.only)

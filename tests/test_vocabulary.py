@@ -134,8 +134,9 @@ def test_a_parameter_a_configuration_takes_has_the_configurations_name():
     used = {name for names in PARAMETERS.values() for name in names}
     runner = {"fig_id", "profile", "n_workers", "scheduler"}  # how a notebook runs
     unknown = sorted(used - fields - runner)
-    # what the notebooks take for themselves (figure choices, draws, displayed sequences)
-    assert set(unknown) <= {"first_seed", "n_seeds", "view"}, unknown
+    # what the notebooks take for themselves (figure choices and the page a view describes,
+    # draws, displayed sequences)
+    assert set(unknown) <= {"experiment", "first_seed", "n_seeds", "view"}, unknown
 
 
 @pytest.mark.parametrize(

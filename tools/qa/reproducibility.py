@@ -44,8 +44,8 @@ an AMD EPYC with AVX-512: ``numpy-kernels`` moved 8 attention figures and no oth
 ``python -m tools.qa.reproducibility`` (``make reproducibility``) runs the quick
 profile once per configuration, each from its own empty cache (a cached training would hide
 the configuration), records what each configuration really selected (numpy's dispatched
-features, OpenBLAS's core, torch's capability), and writes ``results/reproducibility/
-report.json``:
+features, OpenBLAS's core, torch's capability and products: :mod:`tools.qa.probe`), and
+writes ``results/reproducibility/report.json``:
 
 * ``printed``: every number the tagged cells print (:mod:`tools.qa.golden`), its value
   in each configuration, its spread (max - min) and its golden tolerance; numbers whose
@@ -82,6 +82,7 @@ from ntpcore.core.io import write_text_atomic
 from ntpcore.figure import provenance
 from tools.qa import golden, golden_update, images, printed
 from tools.qa.adopt import AdoptError, adoptable, copy_run
+from tools.qa.probe import probe
 
 __all__ = ["CONFIGS", "Config", "REPORT", "RUNS", "collect", "main", "probe", "run_config"]
 
@@ -206,43 +207,6 @@ for _c in (
     ),
 ):
     CONFIGS[_c.name] = _c
-
-_PROBE = r"""
-import json, os, subprocess, sys
-import numpy as np
-try:
-    from numpy._core._multiarray_umath import __cpu_features__ as feats
-except ImportError:
-    feats = {}
-import torch
-from ntpcore.geo.models.fused import product
-names = ["X86_V2", "X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR", "ASIMD", "SVE"]
-print(json.dumps({
-    "numpy_features": [n for n in names if feats.get(n)],
-    "torch_capability": torch.backends.cpu.get_cpu_capability(),
-    "torch_products": product(),
-    "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "1"),
-}))
-a = np.ones((64, 64)); a @ a
-"""
-
-
-def probe(env: dict[str, str]) -> dict:
-    """What numpy, OpenBLAS and torch select under ``env`` (read in a fresh interpreter),
-    and whose products the transformer and the LSTM take
-    (:func:`~ntpcore.geo.models.fused.product`)."""
-    full = {**os.environ, **env, "OPENBLAS_VERBOSE": "2"}
-    out = subprocess.run(
-        [sys.executable, "-c", _PROBE], env=full, capture_output=True, text=True, timeout=300
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"probe failed under {env}: {out.stderr.strip()[-500:]}")
-    info = json.loads(out.stdout.strip().splitlines()[0])
-    cores = [
-        ln.split(":", 1)[1].strip() for ln in out.stderr.splitlines() if ln.startswith("Core:")
-    ]
-    info["openblas_core"] = cores[0] if cores else None
-    return info
 
 
 def run_dir(name: str) -> Path:

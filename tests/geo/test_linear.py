@@ -69,17 +69,34 @@ def test_linear_comparison_can_fail():
     assert float((fused._onednn(x, w) - F.linear(x, w, b)).abs().max()) > 0.1
 
 
-def test_linear_switch_dtype_and_bad_input(monkeypatch):
-    x = torch.randn(4, 3)
+def _path(y: torch.Tensor) -> str:
+    """Which product made ``y``: oneDNN's (:class:`fused._Linear`) or torch's."""
+    return "onednn" if type(y.grad_fn).__name__ == "_LinearBackward" else "torch"
+
+
+def test_linear_takes_onednn_where_it_should(monkeypatch):
+    x = torch.randn(4, 3, requires_grad=True)
+    w, b = torch.randn(2, 3), torch.randn(2)
     assert fused.product(x) == "onednn"
+    assert _path(fused.linear(x, w)) == _path(fused.linear(x, w, b)) == "onednn"
     assert fused.product(x.double()) == "torch"  # oneDNN has no float64 product
-    y = fused.linear(x.double(), torch.randn(2, 3, dtype=torch.float64))
-    assert y.dtype == torch.float64 and y.grad_fn is None
+    assert _path(fused.linear(x.double(), w.double())) == "torch"
+    # a weight or a bias of another dtype: torch's product, which refuses the mix itself
+    for args in ((w.double(),), (w, b.double())):
+        with pytest.raises(RuntimeError):
+            fused.linear(x, *args)
     monkeypatch.setenv("NTP_ONEDNN", "0")
     assert fused.product(x) == "torch"
-    with pytest.raises(DataError, match="need"):
+    assert _path(fused.linear(x, w)) == "torch"
+
+
+def test_linear_refuses_bad_shapes():
+    x = torch.randn(4, 3)
+    with pytest.raises(DataError, match=r"need \(N, C\), \(K, C\)"):
         fused.linear(x, torch.randn(2, 4))
-    with pytest.raises(DataError, match="bias"):
+    with pytest.raises(DataError, match=r"need \(N, C\)"):
+        fused.linear(torch.randn(2, 3, 3), torch.randn(2, 3))  # one dimension too many
+    with pytest.raises(DataError, match=r"bias \(3,\): need \(2,\)"):
         fused.linear(x, torch.randn(2, 3), torch.randn(3))
 
 
@@ -102,10 +119,15 @@ def test_models_on_onednn_match_torch_products(model, monkeypatch):
     else:
         net = LSTMModel(LSTMConfig(vocab_in=9, vocab_out=11, dim=24), generator=gen)
     trie = PrefixTrie(tokens)
+    calls = []
+    onednn = fused._onednn
+    monkeypatch.setattr(fused, "_onednn", lambda *a: calls.append(1) or onednn(*a))
     runs = []
     for flag in ("1", "0"):
         monkeypatch.setenv("NTP_ONEDNN", flag)
         runs.append(_gradients(net, trie, 11))
+        assert bool(calls) == (flag == "1")  # the first run took oneDNN's products, not the second
+        calls.clear()
     for i, (a, b) in enumerate(zip(*runs, strict=True)):
         scale = float(b.abs().max())
         assert scale > 0, i
